@@ -1,0 +1,1 @@
+"""The `streamsift` command line."""

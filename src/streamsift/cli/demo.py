@@ -1,0 +1,143 @@
+"""`streamsift demo`: a dedup pipeline on the bundled broker and embedded ClickHouse.
+
+It produces a stream with known duplicates, runs the pipeline until caught up, and checks
+what ClickHouse holds against the generator's truth. Exit code 1 on any mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamsift.config import parse_pipeline
+from streamsift.config.models import Pipeline
+from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.testing.broker import Broker
+from streamsift.testing.generator import EventSpec, Truth, generate, produce
+
+DEMO_FIELDS = (
+    ("event_id", "string", "event_id", "UUID"),
+    ("type", "string", "type", "LowCardinality(String)"),
+    ("user.id", "string", "user_id", "String"),
+    ("user.name", "string", "user_name", "String"),
+    ("user.email", "string", "user_email", "String"),
+    ("tags", "array", "tags", "Array(String)"),
+    ("amount", "float", "amount", "Float64"),
+    ("attempt", "int", "attempt", "UInt32"),
+    ("created_at", "timestamp", "created_at", "DateTime64(3, 'UTC')"),
+)
+
+
+def demo_pipeline(bootstrap_servers: str, topic: str, data_dir: Path, window: str = "1h") -> Pipeline:
+    """The demo's pipeline document: dedup on event_id within `window` of created_at."""
+    return parse_pipeline(
+        {
+            "name": "demo",
+            "source": {
+                "bootstrap_servers": bootstrap_servers,
+                "topic": topic,
+                "schema": {
+                    "fields": [{"name": f, "type": t} for f, t, _, _ in DEMO_FIELDS],
+                    "event_time": "created_at",
+                },
+            },
+            "dedup": {"key": "event_id", "time_window": window},
+            "sink": {
+                "clickhouse": {"path": str(data_dir / "clickhouse")},
+                "table": "events",
+                "create_table": True,
+                "order_by": ["event_id"],
+                "mapping": [{"field": f, "column": c, "type": ct} for f, _, c, ct in DEMO_FIELDS],
+            },
+            "runtime": {"checkpoint_dir": str(data_dir / "checkpoints" / "demo")},
+        }
+    )
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    events: int = 10_000
+    duplicates: float = 0.2
+    keys: int | None = 1_000
+    partitions: int = 3
+    seed: int = 7
+    data_dir: Path | None = None
+    verbose: bool = False
+
+
+def run_demo(opts: DemoOptions, progress: Any = None) -> dict[str, Any]:
+    """Run the whole demo and return the report (see `report_lines`)."""
+    data_dir = opts.data_dir or Path(tempfile.mkdtemp(prefix="streamsift-demo-"))
+    try:
+        with Broker() as broker:
+            broker.create_topic("events", opts.partitions)
+            truth = Truth()
+            started = time.monotonic()
+            produce(
+                broker.bootstrap_servers,
+                "events",
+                generate(EventSpec(opts.events, opts.duplicates, opts.keys, opts.seed), truth),
+            )
+            produce_s = time.monotonic() - started
+            pipeline = demo_pipeline(broker.bootstrap_servers, "events", data_dir)
+            runner = PipelineRunner(pipeline, base_dir=data_dir, verbose=opts.verbose, on_progress=progress)
+            started = time.monotonic()
+            result = runner.run(until_caught_up=True)
+            run_s = time.monotonic() - started
+            table_rows = runner.writer.count("events")
+            distinct = runner.writer.query_rows("SELECT uniqExact(event_id) FROM events")[0][0]
+            later_versions = runner.writer.count("events", "attempt > 0")
+            dlq_rows = runner.writer.count(pipeline.dlq_table)
+    finally:
+        if opts.data_dir is None:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    stats = result.stats
+    report = {
+        **truth.as_dict(),
+        "rows_in_clickhouse": table_rows,
+        "distinct_keys_in_clickhouse": int(distinct),
+        "later_versions_kept": later_versions,
+        "duplicates_dropped": stats["duplicates"],
+        "dlq": dlq_rows,
+        "produce_seconds": round(produce_s, 2),
+        "run_seconds": round(run_s, 2),
+        "processing_seconds": round(stats["busy_ms"] / 1000, 2),
+        "rows_per_second": round(stats["read"] / (stats["busy_ms"] / 1000)) if stats["busy_ms"] else None,
+    }
+    report["ok"] = (
+        table_rows == truth.expected_unique
+        and distinct == truth.expected_unique
+        and later_versions == 0
+        and dlq_rows == truth.malformed
+        and stats["duplicates"] == truth.duplicates
+    )
+    return report
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    rate = f"{report['rows_per_second']:,} events/s" if report["rows_per_second"] else "n/a"
+    return [
+        f"  produced               {report['produced']:>10,}",
+        f"  expected unique        {report['expected_unique']:>10,}",
+        f"  rows in ClickHouse     {report['rows_in_clickhouse']:>10,}",
+        f"  duplicates dropped     {report['duplicates_dropped']:>10,}   (generator sent {report['duplicates']:,})",
+        f"  DLQ                    {report['dlq']:>10,}",
+        f"  later versions kept    {report['later_versions_kept']:>10,}   (first arrival must win)",
+        f"  pipeline run           {report['run_seconds']:>9.1f}s   (Spark start-up included)",
+        f"  processing             {report['processing_seconds']:>9.1f}s   ({rate})",
+        "OK: ClickHouse holds exactly one row per distinct key" if report["ok"] else "MISMATCH: see above",
+    ]
+
+
+def print_report(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        print("\n".join(report_lines(report)))
+    sys.stdout.flush()

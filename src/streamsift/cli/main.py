@@ -1,0 +1,174 @@
+"""`streamsift`: validate, run, demo and import pipelines."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from streamsift import __version__
+from streamsift.cli.output import StatusLine, fail, setup_logging
+from streamsift.config import ConfigError, format_duration, load_pipeline, read_document
+from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
+from streamsift.sinks.errors import SinkError
+from streamsift.sources.errors import SourceError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamsift",
+        description="Exactly-once streaming ETL from Kafka to ClickHouse: dedup, joins, DLQ.",
+    )
+    parser.add_argument("--version", action="version", version=f"streamsift {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("validate", help="check a pipeline file and print 'ok' or its errors")
+    p.add_argument("file", type=Path)
+
+    p = sub.add_parser("run", help="run a pipeline until Ctrl-C/SIGTERM (or until caught up)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--until-caught-up", action="store_true", help="process what is in the topic now, then exit")
+    p.add_argument("--data-dir", type=Path, default=Path(".streamsift"), help="where checkpoints live (default .streamsift)")
+    p.add_argument("--verbose", action="store_true", help="show Spark's own log")
+
+    p = sub.add_parser("demo", help="run a dedup pipeline on the bundled broker and embedded ClickHouse")
+    p.add_argument("--events", type=int, default=10_000)
+    p.add_argument("--duplicates", type=float, default=0.2, help="share of events that are re-sends (0..0.9)")
+    p.add_argument("--keys", type=int, default=1_000, help="how many distinct ids the duplicates repeat")
+    p.add_argument("--partitions", type=int, default=3)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--data-dir", type=Path, default=None, help="keep the demo's data here (default: a temp dir)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--verbose", action="store_true")
+
+    p = sub.add_parser("import", help="convert another tool's pipeline file to streamsift's format")
+    p.add_argument("format", choices=["glassflow"])
+    p.add_argument("file", type=Path)
+    p.add_argument("-o", "--output", type=Path, help="write the YAML here instead of stdout")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "validate":
+            return cmd_validate(args)
+        if args.command == "import":
+            return cmd_import(args)
+        setup_logging(getattr(args, "verbose", False))
+        if args.command == "run":
+            return cmd_run(args)
+        if args.command == "demo":
+            return cmd_demo(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"{exc.source + ': ' if exc.source else ''}{problem}", file=sys.stderr)
+        return 2
+    except RuntimeConfigError as exc:
+        return fail(str(exc), code=2)
+    except PipelineFailed as exc:
+        return fail(str(exc), exc.hint)
+    except (SourceError, SinkError) as exc:
+        return fail(str(exc), "the checkpoint is intact: fix the cause and run again to resume")
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    pipeline = load_pipeline(args.file)
+    dedup = (
+        f", dedup on {'+'.join(pipeline.dedup.key)} within {format_duration(pipeline.dedup.time_window)}"
+        if pipeline.dedup
+        else ""
+    )
+    print(f"ok: {pipeline.name}: {pipeline.source.topic} -> {pipeline.sink.table}{dedup}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from streamsift.config.glassflow import glassflow_to_yaml
+
+    text = glassflow_to_yaml(read_document(args.file))
+    if args.output:
+        args.output.write_text(text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _install_stop_handler(stop: object) -> None:
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if getattr(handler, "fired", False):
+            raise KeyboardInterrupt
+        handler.fired = True  # type: ignore[attr-defined]
+        print("\nstopping after the current micro-batch (again to abort)...", file=sys.stderr)
+        stop()  # type: ignore[operator]
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from streamsift.runtime.pipeline import PipelineRunner
+
+    pipeline = load_pipeline(args.file)
+    status = StatusLine()
+    runner = PipelineRunner(pipeline, base_dir=args.data_dir, verbose=args.verbose, on_progress=status)
+    _install_stop_handler(runner.stop)
+    print(
+        f"running {pipeline.name}: {pipeline.source.topic} -> {runner.describe_sink()} table "
+        f"{pipeline.sink.table} (checkpoint {runner.checkpoint})",
+        file=sys.stderr,
+    )
+    try:
+        result = runner.run(until_caught_up=args.until_caught_up)
+    finally:
+        status.close()
+    s = result.stats
+    print(
+        f"done: read {s['read']:,}, written {s['written']:,}, duplicates dropped {s['duplicates']:,}, "
+        f"DLQ {s['dlq']:,}, late {s['late']:,}"
+    )
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from streamsift.cli.demo import DemoOptions, print_report, run_demo
+
+    if not 0 <= args.duplicates < 1:
+        return fail("--duplicates must be a share between 0 and 1, e.g. 0.2", code=2)
+    if args.events <= 0 or args.partitions <= 0:
+        return fail("--events and --partitions must be positive", code=2)
+    if not args.json:
+        print(
+            f"streamsift demo: {args.events:,} events ({args.duplicates:.0%} duplicates over "
+            f"{args.keys:,} keys) -> {args.partitions}-partition topic on the bundled broker -> "
+            "dedup (1h window) -> embedded ClickHouse",
+            file=sys.stderr,
+        )
+    status = StatusLine()
+    try:
+        report = run_demo(
+            DemoOptions(
+                events=args.events,
+                duplicates=args.duplicates,
+                keys=args.keys,
+                partitions=args.partitions,
+                seed=args.seed,
+                data_dir=args.data_dir,
+                verbose=args.verbose,
+            ),
+            progress=None if args.json else status,
+        )
+    finally:
+        status.close()
+    print_report(report, args.json)
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Read a pipeline file (YAML or JSON, ours or GlassFlow's) into a validated `Pipeline`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from streamsift.config.errors import ConfigError
+from streamsift.config.models import Pipeline
+
+
+def is_glassflow(doc: dict[str, Any]) -> bool:
+    """GlassFlow pipeline JSON has a `pipeline_id` (v2/v3) or a v1 `source.topics` list."""
+    if "pipeline_id" in doc or str(doc.get("version", "")).strip() in ("v2", "v3", "2.0.0"):
+        return True
+    source = doc.get("source")
+    return isinstance(source, dict) and "topics" in source
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """Parse a YAML or JSON file into a mapping; ConfigError on unreadable or malformed input."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read file: {exc.strerror or exc}", source=str(path)) from exc
+    try:
+        if path.suffix.lower() == ".json":
+            doc = json.loads(text)
+        else:
+            doc = yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", str(path)) from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"not valid YAML: {getattr(exc, 'problem', exc)}{where}", str(path)) from exc
+    if not isinstance(doc, dict):
+        raise ConfigError("a pipeline file must hold a mapping (key: value pairs) at the top", str(path))
+    return doc
+
+
+def parse_pipeline(doc: dict[str, Any], source: str | None = None) -> Pipeline:
+    """Validate a mapping as a pipeline, converting GlassFlow's format first when detected."""
+    if is_glassflow(doc):
+        from streamsift.config.glassflow import convert_glassflow
+
+        doc = convert_glassflow(doc)
+    try:
+        return Pipeline.model_validate(doc)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc), source=source) from None
+
+
+def load_pipeline(path: str | Path) -> Pipeline:
+    return parse_pipeline(read_document(path), source=str(path))
+
+
+def format_validation_error(exc: ValidationError) -> list[str]:
+    """One `field.path: message` line per problem, in the document's own words."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(
+            f"[{p}]" if isinstance(p, int) else ("schema" if p == "schema_" else str(p))
+            for p in err["loc"]
+        ).replace(".[", "[")
+        msg = err["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            if msg.startswith(prefix):
+                msg = msg[len(prefix) :]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (check its spelling and docs/configuration.md)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        lines.append(f"{loc}: {msg}" if loc else msg)
+    return lines

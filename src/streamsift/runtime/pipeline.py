@@ -1,0 +1,263 @@
+"""Assembling and running one pipeline as one Spark structured streaming query.
+
+    Kafka source (parse + dedup on executors) ──► foreachBatch ──► ClickHouse table
+                                                             └──► DLQ table
+
+Exactly-once: Spark records a micro-batch's offsets before running it and commits it after
+the sink returns. Every insert of a batch carries a token made of the query id (kept in the
+checkpoint), the batch id and the chunk's index in the batch's rows sorted by
+(topic, partition, offset), so a re-run batch produces the same tokens for the same rows and
+ClickHouse skips what it already has.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streamsift.config.models import Pipeline
+from streamsift.runtime.errors import PipelineFailed
+from streamsift.runtime.processor import SourceProcessor
+from streamsift.runtime.progress import RunStats
+from streamsift.runtime.session import spark_session
+from streamsift.sinks.clickhouse import ClickHouseWriter
+from streamsift.sinks.clickhouse.client import describe
+from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA, DLQ_COLUMNS
+from streamsift.sources.kafka import KafkaReadSpec, KafkaStreamReader, make_data_source
+
+log = logging.getLogger("streamsift.runtime")
+
+DEFAULT_MAX_ROWS_PER_BATCH = 200_000
+FAULT_ENV = "STREAMSIFT_FAULT"  # e.g. "exit_after_insert:2" (tests only)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    stats: dict[str, Any]
+    caught_up: bool
+
+
+class PipelineRunner:
+    """Runs one pipeline: until caught up (availableNow) or until asked to stop."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        base_dir: Path = Path(".streamsift"),
+        verbose: bool = False,
+        on_progress: Callable[[RunStats], None] | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.base_dir = Path(base_dir)
+        self.verbose = verbose
+        self.on_progress = on_progress
+        self.stats = RunStats()
+        self.checkpoint = Path(pipeline.checkpoint_dir(self.base_dir)).resolve()
+        self.writer = ClickHouseWriter(pipeline.sink.clickhouse, on_status=self._set_status)
+        self._stop = threading.Event()
+        self._query_id: str | None = None
+        self._inserts = 0
+
+    # ------------------------------------------------------------------ setup
+
+    def prepare_sink(self) -> None:
+        """Create or check the table and the DLQ table before any data moves."""
+        sink = self.pipeline.sink
+        self.writer.prepare_table(
+            sink.table,
+            [(m.column, m.type) for m in sink.mapping],
+            create=sink.create_table,
+            order_by=sink.order_by or (sink.mapping[0].column,),
+            on_missing_window=sink.on_missing_dedup_window,
+        )
+        self.writer.prepare_table(
+            self.pipeline.dlq_table,
+            DLQ_COLUMNS,
+            create=True,
+            order_by=("topic", "partition", "offset"),
+            on_missing_window=sink.on_missing_dedup_window,
+        )
+
+    def _build_query(self, until_caught_up: bool) -> Any:
+        spark = spark_session(f"streamsift-{self.pipeline.name}", verbose=self.verbose)
+        src = self.pipeline.source
+        processor = SourceProcessor.build(src.schema_, self.pipeline.dedup, self.checkpoint / "dedup")
+        spec = KafkaReadSpec(
+            bootstrap_servers=src.bootstrap_servers,
+            topic=src.topic,
+            consumer_group=self.pipeline.consumer_group,
+            start_from=src.start_from.value,
+            properties={**src.security.librdkafka(), **src.properties},
+            max_rows_per_batch=self.pipeline.runtime.max_rows_per_batch or DEFAULT_MAX_ROWS_PER_BATCH,
+        )
+        name = "streamsift_" + re.sub(r"[^A-Za-z0-9_]", "_", self.pipeline.name)
+        if not (self.checkpoint / "spark" / "offsets").exists():
+            # Spark reports no start offsets for a new query's first batch: count from here.
+            probe = KafkaStreamReader(spec, processor)
+            try:
+                self.stats.initial_offsets = probe.initialOffset()
+            finally:
+                probe.stop()
+        spark.dataSource.register(make_data_source(name, spec, processor))
+        writer = (
+            spark.readStream.format(name)
+            .load()
+            .writeStream.queryName(name)
+            .foreachBatch(self._write_batch)
+            .option("checkpointLocation", str(self.checkpoint / "spark"))
+        )
+        if until_caught_up:
+            writer = writer.trigger(availableNow=True)
+        else:
+            delay = self.pipeline.sink.max_delay_time.total_seconds()
+            writer = writer.trigger(processingTime=f"{max(delay, 0.1)} seconds")
+        return writer.start()
+
+    # ------------------------------------------------------------------ run
+
+    def run(self, until_caught_up: bool = False) -> RunResult:
+        self.checkpoint.mkdir(parents=True, exist_ok=True)
+        self.prepare_sink()
+        query = self._build_query(until_caught_up)
+        try:
+            while query.isActive:
+                if self._stop.is_set():
+                    self._stop_gracefully(query)
+                    break
+                query.awaitTermination(1.0)
+                self._poll(query)
+            self._poll(query)
+            error = query.exception()
+        finally:
+            if query.isActive:
+                query.stop()
+        if error is not None:
+            raise explain_failure(error)
+        return RunResult(self.stats.as_dict(), caught_up=until_caught_up and not self._stop.is_set())
+
+    def stop(self) -> None:
+        """Ask the run to end after the micro-batch in flight (safe from a signal handler)."""
+        self._stop.set()
+
+    def _stop_gracefully(self, query: Any, timeout_s: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        query.stop()
+
+    def _poll(self, query: Any) -> None:
+        for progress in query.recentProgress:
+            self.stats.ingest(progress)
+        if self.on_progress:
+            self.on_progress(self.stats)
+
+    def _set_status(self, status: str | None) -> None:
+        self.stats.status = status
+
+    # ------------------------------------------------------------------ sink side
+
+    def _query_id_from_checkpoint(self) -> str:
+        if self._query_id is None:
+            meta = (self.checkpoint / "spark" / "metadata").read_text()
+            self._query_id = json.loads(meta.splitlines()[0])["id"]
+        return self._query_id
+
+    def _write_batch(self, df: Any, batch_id: int) -> None:
+        """foreachBatch: split rows from dead letters and insert both with batch tokens."""
+        qid = self._query_id_from_checkpoint()
+        data = df.toArrow()
+        if data.num_rows == 0:
+            return
+        data = data.sort_by([("_topic", "ascending"), ("_partition", "ascending"), ("_offset", "ascending")])
+        bad_mask = pc.is_valid(data.column("_error"))
+        rows = data.filter(pc.invert(bad_mask))
+        bad = data.filter(bad_mask)
+        sink = self.pipeline.sink
+        columns = {f.name: f.column for f in self.pipeline.source.schema_.fields}
+        out = pa.Table.from_arrays(
+            [rows.column(columns[m.field]) for m in sink.mapping],
+            names=[m.column for m in sink.mapping],
+        )
+        size = sink.max_batch_size
+        for i, start in enumerate(range(0, out.num_rows, size)):
+            self.writer.insert(sink.table, out.slice(start, size), f"{qid}:{batch_id}:rows:{i}")
+            self._fault_point("exit_after_insert")
+        dead = self._dead_letters(bad)
+        for i, start in enumerate(range(0, dead.num_rows, size)):
+            self.writer.insert(self.pipeline.dlq_table, dead.slice(start, size), f"{qid}:{batch_id}:dlq:{i}")
+        late = pc.sum(rows.column("_late").cast(pa.int64())).as_py() or 0
+        self.stats.add_written(out.num_rows, dead.num_rows, late)
+
+    def _dead_letters(self, bad: pa.Table) -> pa.Table:
+        n = bad.num_rows
+        now = datetime.now(timezone.utc)
+        return pa.Table.from_arrays(
+            [
+                pa.array([self.pipeline.name] * n, pa.string()),
+                pa.array([self.pipeline.source.id] * n, pa.string()),
+                bad.column("_topic"),
+                bad.column("_partition"),
+                bad.column("_offset"),
+                bad.column("_kafka_ts").cast(pa.timestamp("ms", tz="UTC")),
+                bad.column("_key"),
+                pc.fill_null(bad.column("_raw"), b""),
+                pa.array(["parse"] * n, pa.string()),
+                pa.array([_error_class(e) for e in bad.column("_error").to_pylist()], pa.string()),
+                bad.column("_error"),
+                pa.array([now] * n, pa.timestamp("ms", tz="UTC")),
+            ],
+            schema=DLQ_ARROW_SCHEMA,
+        )
+
+    def _fault_point(self, name: str) -> None:
+        """Crash on purpose at a named point when the fault-injection variable asks for it."""
+        spec = os.environ.get(FAULT_ENV, "")
+        if not spec.startswith(name + ":"):
+            return
+        self._inserts += 1
+        if self._inserts >= int(spec.split(":", 1)[1]):
+            log.error("fault injection: exiting at %s after %d inserts", name, self._inserts)
+            os._exit(137)
+
+    def describe_sink(self) -> str:
+        return describe(self.pipeline.sink.clickhouse)
+
+
+def _error_class(message: str | None) -> str:
+    if not message:
+        return "unknown"
+    if message.startswith("malformed JSON") or message.startswith("payload is not valid"):
+        return "malformed_json"
+    if message.startswith("payload must be") or message.startswith("empty payload"):
+        return "not_an_object"
+    if "is missing" in message:
+        return "missing_field"
+    return "type_mismatch"
+
+
+def explain_failure(error: Any) -> PipelineFailed:
+    """One readable line (and a hint) for a failed streaming query, not a JVM trace."""
+    text = str(getattr(error, "desc", None) or error)
+    for marker in ("SourceError: ", "SourceUnavailable: ", "SinkConfigError: ", "SinkTransientError: ",
+                   "SinkPermanentError: ", "PipelineFailed: "):
+        idx = text.rfind(marker)
+        if idx >= 0:
+            line = text[idx:].splitlines()[0]
+            hint = None
+            if "Unavailable" in marker or "Transient" in marker:
+                hint = "the checkpoint is intact: fix the connection and run again to resume"
+            return PipelineFailed(line, hint)
+    first = next((ln for ln in text.splitlines() if ln.strip()), text)
+    return PipelineFailed(first[:500], "run with --verbose for Spark's full log")

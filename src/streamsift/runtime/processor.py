@@ -1,0 +1,160 @@
+"""What happens to a partition's raw messages on the executor: parse, check, dedup.
+
+The runtime hands this object to the Kafka source. Its output rows carry the typed fields
+plus metadata columns; rows whose `_error` is set are dead letters and pass dedup untouched,
+so the sink can route them to the DLQ in the same micro-batch (one query, one checkpoint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from streamsift.config.models import Dedup, Schema
+from streamsift.config.types import FieldType
+from streamsift.sources.kafka import KafkaRecords
+from streamsift.transforms.dedup import PartitionDedup, encode_key
+from streamsift.transforms.parse import FieldSpec, JsonParser, require_present
+
+OUTPUT_BATCH_ROWS = 100_000
+
+_SPARK_TYPES: dict[FieldType, DataType] = {
+    FieldType.STRING: StringType(),
+    FieldType.INT: LongType(),
+    FieldType.FLOAT: DoubleType(),
+    FieldType.BOOL: BooleanType(),
+    FieldType.TIMESTAMP: TimestampType(),
+    FieldType.ARRAY: ArrayType(StringType()),
+    FieldType.MAP: MapType(StringType(), StringType()),
+    FieldType.JSON: StringType(),
+}
+
+# Metadata columns every source row carries besides the payload's fields.
+META_COLUMNS = (
+    StructField("_topic", StringType(), False),
+    StructField("_partition", IntegerType(), False),
+    StructField("_offset", LongType(), False),
+    StructField("_kafka_ts", TimestampType(), True),
+    StructField("_event_time", TimestampType(), True),
+    StructField("_late", BooleanType(), False),
+    StructField("_key", BinaryType(), True),
+    StructField("_raw", BinaryType(), True),
+    StructField("_error", StringType(), True),
+)
+
+
+@dataclass(frozen=True)
+class SourceProcessor:
+    """Parse + validate + dedup for one source; picklable, stateless between calls."""
+
+    fields: tuple[FieldSpec, ...]
+    event_time: FieldSpec | None = None
+    dedup_keys: tuple[FieldSpec, ...] = ()
+    window_us: int = 0
+    state_dir: str | None = None
+
+    @classmethod
+    def build(cls, schema: Schema, dedup: Dedup | None, state_dir: Path | None) -> SourceProcessor:
+        specs = tuple(FieldSpec(f.name, f.column, f.type) for f in schema.fields)
+        by_name = {s.path: s for s in specs}
+        return cls(
+            fields=specs,
+            event_time=by_name[schema.event_time] if schema.event_time else None,
+            dedup_keys=tuple(by_name[k] for k in dedup.key) if dedup else (),
+            window_us=int(dedup.time_window.total_seconds() * 1_000_000) if dedup else 0,
+            state_dir=str(state_dir) if dedup and state_dir else None,
+        )
+
+    def spark_struct(self) -> StructType:
+        data = [StructField(f.column, _SPARK_TYPES[f.type], True) for f in self.fields]
+        return StructType(data + list(META_COLUMNS))
+
+    def spark_schema(self) -> StructType:  # what DataSource.schema() returns
+        return self.spark_struct()
+
+    @property
+    def schema(self) -> pa.Schema:
+        return to_arrow_schema(self.spark_struct(), timezone="UTC")
+
+    def process(self, records: KafkaRecords) -> Iterator[pa.RecordBatch]:
+        n = len(records.offsets)
+        if n == 0:
+            return
+        result = JsonParser(self.fields).parse(records.values)
+        required = list(self.dedup_keys) + ([self.event_time] if self.event_time else [])
+        if required:
+            require_present(result, required, "needed for dedup and event time")
+        table = result.table
+        kafka_ts = pa.array(records.timestamps_ms, pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+        kafka_ts = kafka_ts.cast(pa.timestamp("us", tz="UTC"))
+        event_time = self._event_time(table, kafka_ts)
+        errors = result.errors
+
+        keep = [True] * n
+        late = [False] * n
+        if self.dedup_keys and self.state_dir:
+            keep, late = self._dedup(records, table, event_time, errors)
+
+        good = [e is None for e in errors]
+        columns = {name: table.column(name) for name in table.column_names}
+        columns.update(
+            _topic=pa.array([records.topic] * n, pa.string()),
+            _partition=pa.array([records.partition] * n, pa.int32()),
+            _offset=pa.array(records.offsets, pa.int64()),
+            _kafka_ts=kafka_ts,
+            _event_time=event_time,
+            _late=pa.array(late, pa.bool_()),
+            _key=pa.array([None if ok else k for ok, k in zip(good, records.keys)], pa.binary()),
+            _raw=pa.array([None if ok else v for ok, v in zip(good, records.values)], pa.binary()),
+            _error=pa.array(errors, pa.string()),
+        )
+        schema = self.schema
+        out = pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+        if not all(keep):
+            out = out.filter(pa.array(keep, pa.bool_()))
+        yield from out.to_batches(max_chunksize=OUTPUT_BATCH_ROWS)
+
+    def _event_time(self, table: pa.Table, kafka_ts: pa.Array) -> pa.ChunkedArray | pa.Array:
+        if self.event_time is None:
+            return kafka_ts
+        col = table.column(self.event_time.column)
+        if self.event_time.type is FieldType.TIMESTAMP:
+            return col
+        micros = pc.cast(pc.multiply(pc.cast(col, pa.float64()), 1_000_000.0), pa.int64(), safe=False)
+        return micros.cast(pa.timestamp("us", tz="UTC"))
+
+    def _dedup(
+        self, records: KafkaRecords, table: pa.Table, event_time: pa.Array, errors: list[str | None]
+    ) -> tuple[list[bool], list[bool]]:
+        idx = [i for i, e in enumerate(errors) if e is None]
+        key_cols = [table.column(f.column).to_pylist() for f in self.dedup_keys]
+        times = pc.cast(event_time, pa.int64()).to_pylist()
+        keys = [encode_key([col[i] for col in key_cols]) for i in idx]
+        decision = PartitionDedup(Path(self.state_dir) / records.topic / f"p{records.partition}", self.window_us).decide(
+            keys, [times[i] for i in idx], [records.offsets[i] for i in idx], records.start
+        )
+        keep = [True] * len(errors)
+        late = [False] * len(errors)
+        for j, i in enumerate(idx):
+            keep[i] = decision.keep[j]
+            late[i] = decision.late[j]
+        return keep, late

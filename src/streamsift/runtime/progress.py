@@ -1,0 +1,84 @@
+"""Counting what a run did, from Spark's progress reports and the sink's own counts."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunStats:
+    """Running totals of one pipeline run (this process only)."""
+
+    read: int = 0  # messages consumed from Kafka (offset ranges of finished batches)
+    rows_in: int = 0  # rows the source emitted after dedup (including dead letters)
+    written: int = 0  # rows inserted into the table
+    dlq: int = 0  # dead letters inserted into the DLQ table
+    late: int = 0  # rows older than the dedup window behind the newest event (kept, counted)
+    batches: int = 0
+    busy_ms: int = 0  # time spent inside micro-batches
+    lag: int | None = None  # messages in Kafka not yet read
+    status: str | None = None  # e.g. "retrying ClickHouse: connection refused"
+    initial_offsets: dict[str, int] = field(default_factory=dict, repr=False)
+    _seen_batches: set[int] = field(default_factory=set, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def duplicates(self) -> int:
+        return max(0, self.read - self.rows_in)
+
+    def add_written(self, rows: int, dlq: int, late: int) -> None:
+        with self._lock:
+            self.written += rows
+            self.dlq += dlq
+            self.late += late
+
+    def ingest(self, progress: Any) -> None:
+        """Fold one StreamingQueryProgress (or its dict) into the totals, once per batch."""
+        p = progress if isinstance(progress, dict) else json.loads(progress.json)
+        batch = p.get("batchId")
+        sources = p.get("sources") or []
+        with self._lock:
+            if sources:
+                end = _offsets(sources[0].get("endOffset"))
+                latest = _offsets(sources[0].get("latestOffset")) or end
+                if latest and end:
+                    self.lag = sum(max(0, latest[k] - end.get(k, 0)) for k in latest)
+            if batch is None or batch in self._seen_batches or not p.get("numInputRows") and not sources:
+                return
+            self._seen_batches.add(batch)
+            rows = int(p.get("numInputRows") or 0)
+            for src in sources:
+                start = _offsets(src.get("startOffset")) or self.initial_offsets
+                end = _offsets(src.get("endOffset"))
+                self.read += sum(max(0, v - start.get(k, v)) for k, v in end.items())
+            self.rows_in += rows
+            self.batches += 1
+            self.busy_ms += int(p.get("batchDuration") or 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        keys = ("read", "rows_in", "written", "dlq", "late", "batches", "busy_ms", "lag")
+        return {**{k: getattr(self, k) for k in keys}, "duplicates": self.duplicates}
+
+    def line(self) -> str:
+        lag = "?" if self.lag is None else f"{self.lag:,}"
+        text = (
+            f"read {self.read:,} | written {self.written:,} | duplicates dropped {self.duplicates:,}"
+            f" | DLQ {self.dlq:,} | late {self.late:,} | lag {lag} | batches {self.batches}"
+        )
+        return text + (f" | {self.status}" if self.status else "")
+
+
+def _offsets(value: Any) -> dict[str, int]:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: int(v) for k, v in value.items() if isinstance(v, (int, str)) and str(v).lstrip("-").isdigit()}

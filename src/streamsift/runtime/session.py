@@ -1,0 +1,89 @@
+"""The SparkSession streamsift runs on, and the prerequisites it needs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from streamsift.runtime.errors import RuntimeConfigError
+
+MIN_JAVA = 17
+
+
+def check_prerequisites() -> None:
+    """Fail early, with how to fix it, when Python or Java is missing or too old."""
+    if sys.version_info < (3, 10):
+        raise RuntimeConfigError(
+            f"Python 3.10 or newer is needed, this is {sys.version.split()[0]}; "
+            "install it (e.g. apt-get install python3.11) and re-create the virtualenv"
+        )
+    java = shutil.which("java", path=_java_path())
+    if java is None:
+        raise RuntimeConfigError(
+            f"Java {MIN_JAVA}+ is needed by Spark and was not found; install it "
+            "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
+    version = java_version(java)
+    if version is not None and version < MIN_JAVA:
+        raise RuntimeConfigError(
+            f"Java {MIN_JAVA}+ is needed by Spark, found Java {version} at {java}; "
+            "install openjdk-17-jre-headless or point JAVA_HOME at a newer JDK"
+        )
+
+
+def _java_path() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        return os.pathsep.join([str(Path(home) / "bin"), os.environ.get("PATH", "")])
+    return None
+
+
+def java_version(java: str) -> int | None:
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def spark_session(app_name: str = "streamsift", master: str | None = None, verbose: bool = False) -> Any:
+    """One SparkSession per process, configured for small, stateful streaming jobs."""
+    check_prerequisites()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    from pyspark.sql import SparkSession
+
+    log_conf = resources.files("streamsift.runtime").joinpath("log4j2.properties")
+    java_opts = "" if verbose else f"-Dlog4j2.configurationFile=file:{log_conf}"
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master or os.environ.get("STREAMSIFT_SPARK_MASTER", "local[2]"))
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
+        .config(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        )
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        .config("spark.driver.maxResultSize", "2g")
+        .config("spark.python.worker.reuse", "true")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
+    return spark

@@ -1,0 +1,1 @@
+"""Sinks: where rows and dead letters go. Today: ClickHouse (embedded chdb or a server)."""

@@ -1,0 +1,218 @@
+"""Writing Arrow tables into ClickHouse exactly once.
+
+Every insert carries an `insert_deduplication_token` that the caller derives from the
+micro-batch (query id, batch id, chunk index), so replaying a batch after a crash inserts
+nothing twice. This only works on tables that remember tokens, which `prepare()` checks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from clickhouse_connect.driver.exceptions import (
+    ClickHouseError,
+    DatabaseError,
+    OperationalError,
+)
+
+from streamsift.config.models import ClickHouseConnection, MissingDedupWindow
+from streamsift.sinks.clickhouse.ddl import (
+    alter_dedup_window_sql,
+    create_table_sql,
+    dedup_window_of,
+    quote,
+)
+from streamsift.sinks.errors import (
+    SinkConfigError,
+    SinkPermanentError,
+    SinkTransientError,
+)
+from streamsift.sinks.retry import RetryPolicy
+
+log = logging.getLogger("streamsift.sink")
+
+# ClickHouse error codes worth retrying (overload, network, timeouts, read-only replicas).
+TRANSIENT_CODES = {3, 159, 164, 202, 203, 209, 210, 236, 241, 242, 252, 279, 285, 319, 425, 999, 1000}
+
+_clients: dict[str, Any] = {}
+_clients_lock = threading.Lock()
+
+
+def connect(conn: ClickHouseConnection) -> Any:
+    """A clickhouse-connect client: chdb in this process for `path`, HTTP for `host`.
+
+    chdb allows one process per data directory, so embedded clients are shared per path.
+    """
+    import clickhouse_connect
+
+    try:
+        if conn.embedded:
+            path = str(Path(conn.path or ".").resolve())
+            with _clients_lock:
+                if path not in _clients:
+                    Path(path).mkdir(parents=True, exist_ok=True)
+                    _clients[path] = clickhouse_connect.get_client(dsn=f"chdb://{path}")
+                return _clients[path]
+        return clickhouse_connect.get_client(
+            host=conn.host,
+            port=conn.port or (8443 if conn.secure else 8123),
+            username=conn.username,
+            password=conn.password.get_secret_value(),
+            database=conn.database,
+            secure=conn.secure,
+            verify=not conn.skip_certificate_verification,
+            connect_timeout=10,
+            send_receive_timeout=300,
+        )
+    except ClickHouseError as exc:
+        raise classify(exc, f"connecting to {describe(conn)}") from None
+
+
+def describe(conn: ClickHouseConnection) -> str:
+    """Where the data goes, without secrets."""
+    if conn.embedded:
+        return f"embedded ClickHouse at {conn.path}"
+    scheme = "https" if conn.secure else "http"
+    return f"ClickHouse {scheme}://{conn.host}:{conn.port or 8123}/{conn.database}"
+
+
+def classify(exc: Exception, what: str) -> Exception:
+    """Turn a client exception into a transient or a permanent sink error."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    code = getattr(exc, "code", None)
+    if code is None:
+        import re
+
+        m = re.search(r"Code: (\d+)", str(exc))
+        code = int(m.group(1)) if m else None
+    if isinstance(exc, OperationalError) or code in TRANSIENT_CODES:
+        return SinkTransientError(f"{what}: {text}")
+    if isinstance(exc, DatabaseError) and code is None and any(
+        s in str(exc) for s in ("HTTP 502", "HTTP 503", "HTTP 504", "status 502", "status 503", "status 504")
+    ):
+        return SinkTransientError(f"{what}: {text}")
+    return SinkPermanentError(f"{what}: {text}", code)
+
+
+@dataclass
+class ClickHouseWriter:
+    """Inserts into one database of one ClickHouse, with tokens and transient retries."""
+
+    conn: ClickHouseConnection
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    on_status: Callable[[str | None], None] | None = None
+    _client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self.retry.run(lambda: connect(self.conn), "connect", self.on_status)
+        return self._client
+
+    def command(self, sql: str) -> Any:
+        def run() -> Any:
+            try:
+                return self.client.command(sql)
+            except ClickHouseError as exc:
+                raise classify(exc, sql.split("(")[0][:80]) from None
+
+        return self.retry.run(run, "ClickHouse command", self.on_status)
+
+    def query_rows(self, sql: str) -> list[tuple]:
+        def run() -> list[tuple]:
+            try:
+                return self.client.query(sql).result_rows
+            except ClickHouseError as exc:
+                raise classify(exc, "query") from None
+
+        return self.retry.run(run, "ClickHouse query", self.on_status)
+
+    def table_exists(self, table: str) -> bool:
+        rows = self.query_rows(
+            "SELECT count() FROM system.tables "
+            f"WHERE database = '{self.conn.database}' AND name = '{table}'"
+        )
+        return bool(rows and rows[0][0])
+
+    def prepare_table(
+        self,
+        table: str,
+        columns: Sequence[tuple[str, str]],
+        create: bool,
+        order_by: Sequence[str] = (),
+        on_missing_window: MissingDedupWindow = MissingDedupWindow.SET,
+    ) -> None:
+        """Make sure `table` exists and remembers insert tokens (exactly-once needs both)."""
+        if not self.table_exists(table):
+            if not create:
+                raise SinkConfigError(
+                    f"table {self.conn.database}.{table} does not exist in {describe(self.conn)}; "
+                    "create it, or set sink.create_table: true"
+                )
+            self.command(create_table_sql(self.conn.database, table, columns, order_by))
+            log.info("created table %s.%s", self.conn.database, table)
+            return
+        self._check_columns(table, [c for c, _ in columns])
+        rows = self.query_rows(
+            "SELECT engine, create_table_query FROM system.tables "
+            f"WHERE database = '{self.conn.database}' AND name = '{table}'"
+        )
+        engine, create_query = rows[0]
+        window = dedup_window_of(engine, create_query)
+        if window is None or window > 0:
+            return
+        alter = alter_dedup_window_sql(self.conn.database, table)
+        if on_missing_window is MissingDedupWindow.REFUSE:
+            raise SinkConfigError(
+                f"table {self.conn.database}.{table} has non_replicated_deduplication_window = 0, "
+                "so ClickHouse would ignore insert tokens and a crash could double rows. "
+                f"Run: {alter}  (or set sink.on_missing_dedup_window: set)"
+            )
+        log.warning(
+            "table %s.%s ignored insert tokens (non_replicated_deduplication_window = 0); "
+            "setting it so inserts are exactly-once: %s",
+            self.conn.database,
+            table,
+            alter,
+        )
+        self.command(alter)
+
+    def _check_columns(self, table: str, names: Sequence[str]) -> None:
+        rows = self.query_rows(
+            "SELECT name FROM system.columns "
+            f"WHERE database = '{self.conn.database}' AND table = '{table}'"
+        )
+        existing = {r[0] for r in rows}
+        missing = [n for n in names if n not in existing]
+        if missing:
+            raise SinkConfigError(
+                f"table {self.conn.database}.{table} has no column(s) {', '.join(missing)} "
+                "named in the mapping"
+            )
+
+    def insert(self, table: str, data: pa.Table, token: str) -> None:
+        """Insert `data` once: a repeat with the same token inserts nothing."""
+        if data.num_rows == 0:
+            return
+
+        def run() -> None:
+            try:
+                self.client.insert_arrow(
+                    f"{quote(self.conn.database)}.{quote(table)}",
+                    data,
+                    settings={"insert_deduplication_token": token},
+                )
+            except ClickHouseError as exc:
+                raise classify(exc, f"insert into {table}") from None
+
+        self.retry.run(run, f"insert into {table}", self.on_status)
+
+    def count(self, table: str, where: str = "") -> int:
+        sql = f"SELECT count() FROM {quote(self.conn.database)}.{quote(table)}"
+        return int(self.query_rows(sql + (f" WHERE {where}" if where else ""))[0][0])

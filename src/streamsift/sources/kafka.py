@@ -1,0 +1,379 @@
+"""Kafka as a PySpark streaming data source, built on confluent-kafka.
+
+Offsets live in Spark's checkpoint as `{"topic/partition": next_offset}`; committing them to
+the consumer group is only for lag monitoring. Each Kafka partition is one Spark input
+partition, so records of a partition are processed in offset order by one task.
+
+The source fetches raw messages; turning them into rows is the job of a `RecordProcessor`
+handed in by the runtime, which keeps sources free of parsing and dedup logic.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from streamsift.sources.errors import SourceError, SourceUnavailable
+
+FETCH_CHUNK = 50_000
+
+
+@dataclass(frozen=True)
+class KafkaReadSpec:
+    """What to read and how to connect. `properties` may hold secrets: never log them."""
+
+    bootstrap_servers: str
+    topic: str
+    consumer_group: str
+    start_from: str = "earliest"
+    properties: dict[str, str] = field(default_factory=dict)
+    max_rows_per_batch: int | None = None
+    metadata_timeout_s: float = 30.0
+
+    def consumer_config(self, **extra: Any) -> dict[str, Any]:
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": self.consumer_group,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 10,
+            "session.timeout.ms": 6000,
+            "socket.connection.setup.timeout.ms": 10_000,
+            "logger": _quiet_logger(),
+        }
+        conf.update(self.properties)
+        conf.update(extra)
+        return conf
+
+    def __repr__(self) -> str:  # keep secrets out of reprs and logs
+        return f"KafkaReadSpec(topic={self.topic!r}, bootstrap_servers={self.bootstrap_servers!r})"
+
+
+def _quiet_logger() -> Any:
+    import logging
+
+    logger = logging.getLogger("streamsift.kafka.librdkafka")
+    return logger
+
+
+@dataclass(frozen=True)
+class KafkaRecords:
+    """The raw messages of one partition's offset range [start, end), in offset order."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    offsets: list[int]
+    timestamps_ms: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+
+
+class RecordProcessor(Protocol):
+    """Turns raw messages into rows matching `schema`; picklable, runs on executors."""
+
+    schema: pa.Schema
+
+    def spark_schema(self) -> str: ...
+
+    def process(self, records: KafkaRecords) -> Iterator[pa.RecordBatch]: ...
+
+
+@dataclass(frozen=True)
+class KafkaPartitionRange(InputPartition):
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+def offset_key(topic: str, partition: int) -> str:
+    return f"{topic}/{partition}"
+
+
+def parse_offset_key(key: str) -> tuple[str, int]:
+    topic, _, partition = key.rpartition("/")
+    return topic, int(partition)
+
+
+def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:
+    """Spark compares offsets as JSON text: keep the key order canonical."""
+    return {k: int(offsets[k]) for k in sorted(offsets, key=lambda k: parse_offset_key(k))}
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans micro-batches on the driver and reads partition ranges on executors.
+
+    The driver-side instance lives for the whole query: it keeps one consumer for finding the
+    end of each partition and the availableNow target. `read()` runs on a fresh copy on an
+    executor, so nothing here connects in the constructor.
+    """
+
+    def __init__(self, spec: KafkaReadSpec, processor: RecordProcessor) -> None:
+        self.spec = spec
+        self.processor = processor
+        self._probe: Consumer | None = None
+        self._target: dict[str, int] | None = None
+        self._known_ends: dict[str, int] = {}
+        self._latest: dict[str, int] | None = None
+
+    # ------------------------------------------------------------------ driver side
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_probe"] = None
+        return state
+
+    def _consumer(self) -> Consumer:
+        if self._probe is None:
+            self._probe = Consumer(self.spec.consumer_config())
+        return self._probe
+
+    def _partitions(self) -> list[int]:
+        deadline = time.monotonic() + self.spec.metadata_timeout_s
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                md = self._consumer().list_topics(self.spec.topic, timeout=5)
+            except KafkaException as exc:
+                last_error = exc
+                time.sleep(0.5)
+                continue
+            topic = md.topics.get(self.spec.topic)
+            if topic is not None and topic.error is None and topic.partitions:
+                return sorted(topic.partitions)
+            if topic is not None and topic.error is not None:
+                last_error = KafkaException(topic.error)
+            time.sleep(0.5)
+        if last_error and "UNKNOWN_TOPIC" not in str(last_error):
+            raise SourceUnavailable(
+                f"Kafka at {self.spec.bootstrap_servers} did not answer for topic "
+                f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s: {last_error}"
+            )
+        raise SourceError(
+            f"topic '{self.spec.topic}' does not exist on {self.spec.bootstrap_servers}"
+        )
+
+    def _true_end(self, partition: int) -> int:
+        """The offset after the last message, found by reading to end-of-partition.
+
+        Brokers may under-report the high watermark (the bundled test broker does), so the
+        watermark is only a hint where to start looking.
+        """
+        consumer = self._consumer()
+        tp = TopicPartition(self.spec.topic, partition)
+        low, high = consumer.get_watermark_offsets(tp, timeout=10)
+        key = offset_key(self.spec.topic, partition)
+        start = max(high - 1, self._known_ends.get(key, 0), low, 0)
+        consumer.assign([TopicPartition(self.spec.topic, partition, start)])
+        end = start
+        deadline = time.monotonic() + 30
+        try:
+            while time.monotonic() < deadline:
+                msg = consumer.poll(1.0)
+                if msg is None:
+                    continue
+                err = msg.error()
+                if err is None:
+                    end = msg.offset() + 1
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    end = max(end, msg.offset())
+                    break
+                elif err.code() == KafkaError.OFFSET_OUT_OF_RANGE:
+                    end = max(high, low)
+                    break
+                elif not err.retriable():
+                    raise SourceUnavailable(f"reading {key}: {err.str()}")
+            else:
+                raise SourceUnavailable(
+                    f"no end-of-partition signal from {key} within 30s (is the broker up?)"
+                )
+        finally:
+            consumer.unassign()
+        self._known_ends[key] = end
+        return end
+
+    def _current_ends(self) -> dict[str, int]:
+        return sorted_offsets(
+            {offset_key(self.spec.topic, p): self._true_end(p) for p in self._partitions()}
+        )
+
+    def initialOffset(self) -> dict[str, int]:
+        if self.spec.start_from == "latest":
+            return self._current_ends()
+        consumer = self._consumer()
+        offsets = {}
+        for p in self._partitions():
+            low, _ = consumer.get_watermark_offsets(
+                TopicPartition(self.spec.topic, p), timeout=10
+            )
+            offsets[offset_key(self.spec.topic, p)] = max(low, 0)
+        return sorted_offsets(offsets)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._current_ends()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.spec.max_rows_per_batch:
+            return ReadMaxRows(self.spec.max_rows_per_batch)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict[str, int]:
+        ends = dict(self._target) if self._target is not None else self._current_ends()
+        for key, value in start.items():  # never move backwards, e.g. after a topic was re-created
+            ends[key] = max(ends.get(key, value), int(value))
+        self._latest = sorted_offsets(ends)
+        if isinstance(limit, ReadMaxRows):
+            ends = _cap(start, ends, limit.max_rows)
+        return sorted_offsets(ends)
+
+    def reportLatestOffset(self) -> dict[str, int] | None:
+        return self._latest
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        ranges = []
+        for key, stop in end.items():
+            topic, partition = parse_offset_key(key)
+            begin = int(start.get(key, 0))
+            if int(stop) > begin:
+                ranges.append(KafkaPartitionRange(topic, partition, begin, int(stop)))
+        return ranges
+
+    def commit(self, end: dict) -> None:
+        """Record progress in the consumer group so lag tools see it (not used for recovery)."""
+        try:
+            self._consumer().commit(
+                offsets=[TopicPartition(*parse_offset_key(k), int(v)) for k, v in end.items()],
+                asynchronous=True,
+            )
+        except KafkaException:
+            pass  # best effort: the checkpoint, not the group, is the source of truth
+
+    def stop(self) -> None:
+        if self._probe is not None:
+            self._probe.close()
+            self._probe = None
+
+    # ------------------------------------------------------------------ executor side
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaPartitionRange)
+        records = fetch_range(self.spec, partition)
+        yield from self.processor.process(records)
+
+
+def _cap(start: dict, ends: dict[str, int], max_rows: int) -> dict[str, int]:
+    """Admit at most `max_rows` messages, shared fairly across partitions."""
+    backlog = {k: max(0, ends[k] - int(start.get(k, ends[k]))) for k in ends}
+    total = sum(backlog.values())
+    if total <= max_rows:
+        return ends
+    capped = {}
+    remaining = max_rows
+    keys = sorted(backlog, key=lambda k: backlog[k])
+    for i, k in enumerate(keys):
+        share = min(backlog[k], remaining // (len(keys) - i))
+        capped[k] = int(start.get(k, ends[k])) + share
+        remaining -= share
+    return capped
+
+
+def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
+    """Read exactly the messages of [start, end) of one partition."""
+    offsets: list[int] = []
+    stamps: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    consumer = Consumer(spec.consumer_config(**{"fetch.wait.max.ms": 100}))
+    try:
+        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+        stalled_since: float | None = None
+        while True:
+            remaining = part.end - part.start - len(offsets)
+            if remaining <= 0:
+                break
+            msgs = consumer.consume(min(remaining, FETCH_CHUNK), 1.0)
+            done = False
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        # compacted or transactional topics leave offset gaps
+                        done = msg.offset() >= part.end or bool(offsets) and offsets[-1] >= part.end - 1
+                        continue
+                    if err.retriable():
+                        continue
+                    raise SourceUnavailable(f"reading {part.topic}/{part.partition}: {err.str()}")
+                off = msg.offset()
+                if off >= part.end:
+                    done = True
+                    break
+                if off < part.start or (offsets and off <= offsets[-1]):
+                    continue
+                offsets.append(off)
+                stamps.append(msg.timestamp()[1])
+                keys.append(msg.key())
+                values.append(msg.value())
+            if done or (offsets and offsets[-1] >= part.end - 1):
+                break
+            if msgs:
+                stalled_since = None
+            elif stalled_since is None:
+                stalled_since = time.monotonic()
+            elif time.monotonic() - stalled_since > 120:
+                raise SourceUnavailable(
+                    f"no data from {part.topic}/{part.partition} for 120s while reading "
+                    f"offsets {part.start}..{part.end} (is the broker up?)"
+                )
+    finally:
+        consumer.close()
+    return KafkaRecords(part.topic, part.partition, part.start, part.end, offsets, stamps, keys, values)
+
+
+def make_data_source(name: str, spec: KafkaReadSpec, processor: RecordProcessor) -> type[DataSource]:
+    """A DataSource class bound to one pipeline's source; register it with `spark.dataSource`.
+
+    The class is built at run time so that Spark pickles the spec and the processor with it,
+    instead of passing them (and any secret) as string options that show up in query plans.
+    """
+
+    class BoundKafkaSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return name
+
+        def schema(self) -> str:
+            return processor.spark_schema()
+
+        def streamReader(self, schema: Any) -> DataSourceStreamReader:
+            return KafkaStreamReader(spec, processor)
+
+    BoundKafkaSource.__name__ = BoundKafkaSource.__qualname__ = f"KafkaSource_{name}"
+    return BoundKafkaSource
+
+
+def describe_offsets(offsets: dict | str | None) -> dict[str, int]:
+    """Offsets as found in Spark's progress reports (a JSON string or a dict)."""
+    if offsets is None:
+        return {}
+    if isinstance(offsets, str):
+        try:
+            offsets = json.loads(offsets)
+        except json.JSONDecodeError:
+            return {}
+    return {k: int(v) for k, v in offsets.items()} if isinstance(offsets, dict) else {}

@@ -1,0 +1,1 @@
+"""Transforms: turning raw messages into typed rows (parse) and removing repeats (dedup)."""

@@ -1,0 +1,255 @@
+"""JSON payloads to typed Arrow columns, per the pipeline's schema.
+
+A batch is first parsed in one go by pyarrow's JSON reader (fast); if that fails anywhere
+(a malformed line, a type mismatch, a payload it cannot see as one line), the batch is parsed
+record by record in Python, which is also the reference for what each type accepts and
+which error message a bad record gets. Bad records are flagged, never dropped.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from streamsift.config.types import FieldType
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+UTC = timezone.utc
+
+ARROW_TYPES: dict[FieldType, pa.DataType] = {
+    FieldType.STRING: pa.string(),
+    FieldType.INT: pa.int64(),
+    FieldType.FLOAT: pa.float64(),
+    FieldType.BOOL: pa.bool_(),
+    FieldType.TIMESTAMP: pa.timestamp("us", tz="UTC"),
+    FieldType.ARRAY: pa.list_(pa.string()),
+    FieldType.MAP: pa.map_(pa.string(), pa.string()),
+    FieldType.JSON: pa.string(),
+}
+SPARK_TYPES: dict[FieldType, str] = {
+    FieldType.STRING: "STRING",
+    FieldType.INT: "BIGINT",
+    FieldType.FLOAT: "DOUBLE",
+    FieldType.BOOL: "BOOLEAN",
+    FieldType.TIMESTAMP: "TIMESTAMP",
+    FieldType.ARRAY: "ARRAY<STRING>",
+    FieldType.MAP: "MAP<STRING, STRING>",
+    FieldType.JSON: "STRING",
+}
+_FAST_TYPES = {FieldType.STRING, FieldType.INT, FieldType.FLOAT, FieldType.BOOL, FieldType.TIMESTAMP, FieldType.ARRAY}
+
+
+class ValueTypeError(ValueError):
+    """A JSON value does not match its field's declared type."""
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """A field to extract: its dot path, its column name and its type."""
+
+    path: str
+    column: str
+    type: FieldType
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(self.path.split("."))
+
+
+@dataclass
+class ParseResult:
+    """Typed columns for every record (nulls where the record is bad) and per-record errors."""
+
+    table: pa.Table
+    errors: list[str | None]
+
+    @property
+    def error_count(self) -> int:
+        return sum(e is not None for e in self.errors)
+
+
+def parse_timestamp(value: Any) -> datetime:
+    """ISO-8601 (zone optional, UTC assumed), `YYYY-MM-DD HH:MM:SS`, or unix seconds."""
+    if isinstance(value, bool):
+        raise ValueTypeError("expected a timestamp, got a boolean")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueTypeError(f"expected a timestamp, got {value}")
+        try:
+            return datetime.fromtimestamp(value, tz=UTC)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise ValueTypeError(f"timestamp {value} is out of range") from exc
+    if not isinstance(value, str):
+        raise ValueTypeError(f"expected a timestamp, got {_json_kind(value)}")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ValueTypeError(f"{value!r} is not an ISO-8601 timestamp") from exc
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def convert_value(value: Any, ftype: FieldType) -> Any:
+    """Check one JSON value against a field type and return it in its Arrow-ready form."""
+    if value is None:
+        return None
+    if ftype is FieldType.STRING:
+        if isinstance(value, str):
+            return value
+    elif ftype is FieldType.INT:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if INT64_MIN <= value <= INT64_MAX:
+                return value
+            raise ValueTypeError(f"{value} does not fit a 64-bit integer")
+    elif ftype is FieldType.FLOAT:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif ftype is FieldType.BOOL:
+        if isinstance(value, bool):
+            return value
+    elif ftype is FieldType.TIMESTAMP:
+        return parse_timestamp(value)
+    elif ftype is FieldType.ARRAY:
+        if isinstance(value, list):
+            if all(isinstance(v, str) or v is None for v in value):
+                return value
+            raise ValueTypeError("expected an array of strings")
+    elif ftype is FieldType.MAP:
+        if isinstance(value, dict):
+            return [
+                (str(k), v if isinstance(v, str) or v is None else json.dumps(v, separators=(",", ":")))
+                for k, v in value.items()
+            ]
+    elif ftype is FieldType.JSON:
+        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    raise ValueTypeError(f"expected {ftype.value}, got {_json_kind(value)}")
+
+
+class JsonParser:
+    """Parses batches of JSON payloads into the columns of `fields`."""
+
+    def __init__(self, fields: Sequence[FieldSpec]) -> None:
+        self.fields = tuple(fields)
+        self.schema = pa.schema([pa.field(f.column, ARROW_TYPES[f.type]) for f in self.fields])
+        self._fast = all(f.type in _FAST_TYPES for f in self.fields)
+        self._nested = _nested_schema(self.fields) if self._fast else None
+
+    def parse(self, values: Sequence[bytes | None]) -> ParseResult:
+        if not values:
+            return ParseResult(self.schema.empty_table(), [])
+        if self._fast:
+            table = self._parse_fast(values)
+            if table is not None:
+                return ParseResult(table, [None] * len(values))
+        return self._parse_slow(values)
+
+    def _parse_fast(self, values: Sequence[bytes | None]) -> pa.Table | None:
+        if any(v is None for v in values):
+            return None
+        try:
+            nested = pajson.read_json(
+                io.BytesIO(b"\n".join(values)),  # type: ignore[arg-type]
+                read_options=pajson.ReadOptions(use_threads=False, block_size=1 << 26),
+                parse_options=pajson.ParseOptions(
+                    explicit_schema=self._nested, unexpected_field_behavior="ignore"
+                ),
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        if nested.num_rows != len(values):
+            return None  # a payload spanning lines, an empty one, or two on one line
+        columns = []
+        for f in self.fields:
+            col = nested.column(f.parts[0])
+            for part in f.parts[1:]:
+                col = pc.struct_field(col, part)
+            columns.append(col.cast(ARROW_TYPES[f.type]))
+        return pa.Table.from_arrays(columns, schema=self.schema)
+
+    def _parse_slow(self, values: Sequence[bytes | None]) -> ParseResult:
+        rows: dict[str, list[Any]] = {f.column: [] for f in self.fields}
+        errors: list[str | None] = []
+        for raw in values:
+            record, error = self._parse_one(raw)
+            errors.append(error)
+            for f in self.fields:
+                rows[f.column].append(record.get(f.column) if record else None)
+        arrays = [pa.array(rows[f.column], type=ARROW_TYPES[f.type]) for f in self.fields]
+        return ParseResult(pa.Table.from_arrays(arrays, schema=self.schema), errors)
+
+    def _parse_one(self, raw: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
+        if raw is None:
+            return None, "empty payload (null message value)"
+        try:
+            doc = json.loads(raw)
+        except UnicodeDecodeError:
+            return None, "payload is not valid UTF-8"
+        except json.JSONDecodeError as exc:
+            return None, f"malformed JSON: {exc.msg} at position {exc.pos}"
+        if not isinstance(doc, dict):
+            return None, f"payload must be a JSON object, got {_json_kind(doc)}"
+        out: dict[str, Any] = {}
+        for f in self.fields:
+            value: Any = doc
+            for part in f.parts:
+                if not isinstance(value, dict):
+                    value = None
+                    break
+                value = value.get(part)
+            try:
+                out[f.column] = convert_value(value, f.type)
+            except ValueTypeError as exc:
+                return None, f"field '{f.path}': {exc}"
+        return out, None
+
+
+def _nested_schema(fields: Sequence[FieldSpec]) -> pa.Schema:
+    """Dot paths as nested structs, the shape pyarrow's JSON reader needs."""
+    tree: dict[str, Any] = {}
+    for f in fields:
+        node = tree
+        for part in f.parts[:-1]:
+            node = node.setdefault(part, {})
+        node[f.parts[-1]] = ARROW_TYPES[f.type]
+
+    def build(node: dict[str, Any]) -> list[pa.Field]:
+        return [
+            pa.field(name, pa.struct(build(child)) if isinstance(child, dict) else child)
+            for name, child in node.items()
+        ]
+
+    return pa.schema(build(tree))
+
+
+def require_present(result: ParseResult, fields: Sequence[FieldSpec], why: str) -> None:
+    """Flag records where any of `fields` is null (e.g. a missing dedup key)."""
+    for f in fields:
+        nulls = result.table.column(f.column).is_null().to_pylist()
+        for i, missing in enumerate(nulls):
+            if missing and result.errors[i] is None:
+                result.errors[i] = f"field '{f.path}' is missing ({why})"
