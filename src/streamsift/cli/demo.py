@@ -34,7 +34,9 @@ DEMO_FIELDS = (
 )
 
 
-def demo_pipeline(bootstrap_servers: str, topic: str, data_dir: Path, window: str = "1h") -> Pipeline:
+def demo_pipeline(
+    bootstrap_servers: str, topic: str, data_dir: Path, window: str = "1h"
+) -> Pipeline:
     """The demo's pipeline document: dedup on event_id within `window` of created_at."""
     return parse_pipeline(
         {
@@ -86,7 +88,9 @@ def run_demo(opts: DemoOptions, progress: Any = None) -> dict[str, Any]:
             )
             produce_s = time.monotonic() - started
             pipeline = demo_pipeline(broker.bootstrap_servers, "events", data_dir)
-            runner = PipelineRunner(pipeline, base_dir=data_dir, verbose=opts.verbose, on_progress=progress)
+            runner = PipelineRunner(
+                pipeline, base_dir=data_dir, verbose=opts.verbose, on_progress=progress
+            )
             started = time.monotonic()
             result = runner.run(until_caught_up=True)
             run_s = time.monotonic() - started
@@ -108,7 +112,9 @@ def run_demo(opts: DemoOptions, progress: Any = None) -> dict[str, Any]:
         "produce_seconds": round(produce_s, 2),
         "run_seconds": round(run_s, 2),
         "processing_seconds": round(stats["busy_ms"] / 1000, 2),
-        "rows_per_second": round(stats["read"] / (stats["busy_ms"] / 1000)) if stats["busy_ms"] else None,
+        "rows_per_second": round(stats["read"] / (stats["busy_ms"] / 1000))
+        if stats["busy_ms"]
+        else None,
     }
     report["ok"] = (
         table_rows == truth.expected_unique
@@ -131,7 +137,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         f"  later versions kept    {report['later_versions_kept']:>10,}   (first arrival must win)",
         f"  pipeline run           {report['run_seconds']:>9.1f}s   (Spark start-up included)",
         f"  processing             {report['processing_seconds']:>9.1f}s   ({rate})",
-        "OK: ClickHouse holds exactly one row per distinct key" if report["ok"] else "MISMATCH: see above",
+        "OK: ClickHouse holds exactly one row per distinct key"
+        if report["ok"]
+        else "MISMATCH: see above",
     ]
 
 

@@ -29,17 +29,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a pipeline until Ctrl-C/SIGTERM (or until caught up)")
     p.add_argument("file", type=Path)
-    p.add_argument("--until-caught-up", action="store_true", help="process what is in the topic now, then exit")
-    p.add_argument("--data-dir", type=Path, default=Path(".streamsift"), help="where checkpoints live (default .streamsift)")
+    p.add_argument(
+        "--until-caught-up", action="store_true", help="process what is in the topic now, then exit"
+    )
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".streamsift"),
+        help="where checkpoints live (default .streamsift)",
+    )
     p.add_argument("--verbose", action="store_true", help="show Spark's own log")
 
-    p = sub.add_parser("demo", help="run a dedup pipeline on the bundled broker and embedded ClickHouse")
+    p = sub.add_parser(
+        "demo", help="run a dedup pipeline on the bundled broker and embedded ClickHouse"
+    )
     p.add_argument("--events", type=int, default=10_000)
-    p.add_argument("--duplicates", type=float, default=0.2, help="share of events that are re-sends (0..0.9)")
-    p.add_argument("--keys", type=int, default=1_000, help="how many distinct ids the duplicates repeat")
+    p.add_argument(
+        "--duplicates", type=float, default=0.2, help="share of events that are re-sends (0..0.9)"
+    )
+    p.add_argument(
+        "--keys", type=int, default=1_000, help="how many distinct ids the duplicates repeat"
+    )
     p.add_argument("--partitions", type=int, default=3)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--data-dir", type=Path, default=None, help="keep the demo's data here (default: a temp dir)")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="keep the demo's data here (default: a temp dir)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--verbose", action="store_true")
 
@@ -117,7 +135,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     pipeline = load_pipeline(args.file)
     status = StatusLine()
-    runner = PipelineRunner(pipeline, base_dir=args.data_dir, verbose=args.verbose, on_progress=status)
+    runner = PipelineRunner(
+        pipeline, base_dir=args.data_dir, verbose=args.verbose, on_progress=status
+    )
     _install_stop_handler(runner.stop)
     print(
         f"running {pipeline.name}: {pipeline.source.topic} -> {runner.describe_sink()} table "

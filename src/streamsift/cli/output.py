@@ -19,7 +19,9 @@ def setup_logging(verbose: bool) -> None:
     )
     quiet = logging.INFO if verbose else logging.WARNING
     for name in ("py4j", "py4j.clientserver", "py4j.java_gateway", "streamsift.kafka.librdkafka"):
-        logging.getLogger(name).setLevel(quiet if name != "streamsift.kafka.librdkafka" else logging.ERROR)
+        logging.getLogger(name).setLevel(
+            quiet if name != "streamsift.kafka.librdkafka" else logging.ERROR
+        )
 
 
 class StatusLine:

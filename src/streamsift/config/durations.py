@@ -30,7 +30,9 @@ def parse_duration(value: object) -> timedelta:
             raise ValueError("a duration cannot be negative")
         return timedelta(seconds=float(value))
     if not isinstance(value, str):
-        raise ValueError(f"expected a duration such as '30s', '1h' or '7d', got {type(value).__name__}")
+        raise ValueError(
+            f"expected a duration such as '30s', '1h' or '7d', got {type(value).__name__}"
+        )
     text = value.strip().lower()
     if not text:
         raise ValueError("expected a duration such as '30s', '1h' or '7d', got an empty string")

@@ -29,18 +29,21 @@ def read_document(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror or exc}", source=str(path)) from exc
     try:
-        if path.suffix.lower() == ".json":
-            doc = json.loads(text)
-        else:
-            doc = yaml.safe_load(text)
+        doc = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", str(path)) from exc
+        raise ConfigError(
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", str(path)
+        ) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"not valid YAML: {getattr(exc, 'problem', exc)}{where}", str(path)) from exc
+        raise ConfigError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}{where}", str(path)
+        ) from exc
     if not isinstance(doc, dict):
-        raise ConfigError("a pipeline file must hold a mapping (key: value pairs) at the top", str(path))
+        raise ConfigError(
+            "a pipeline file must hold a mapping (key: value pairs) at the top", str(path)
+        )
     return doc
 
 
@@ -49,7 +52,10 @@ def parse_pipeline(doc: dict[str, Any], source: str | None = None) -> Pipeline:
     if is_glassflow(doc):
         from streamsift.config.glassflow import convert_glassflow
 
-        doc = convert_glassflow(doc)
+        try:
+            doc = convert_glassflow(doc)
+        except ConfigError as exc:
+            raise ConfigError(exc.problems, source=source) from None
     try:
         return Pipeline.model_validate(doc)
     except ValidationError as exc:

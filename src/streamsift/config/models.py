@@ -142,11 +142,15 @@ class Schema(_Model):
         for path in names:
             for other in names:
                 if other.startswith(path + "."):
-                    raise ValueError(f"field {path!r} is an object holding field {other!r}; declare only one")
+                    raise ValueError(
+                        f"field {path!r} is an object holding field {other!r}; declare only one"
+                    )
         if self.event_time is not None:
             field = self.field(self.event_time)
             if field is None:
-                raise ValueError(f"event_time names {self.event_time!r}, which is not a schema field")
+                raise ValueError(
+                    f"event_time names {self.event_time!r}, which is not a schema field"
+                )
             if field.type not in (FieldType.TIMESTAMP, FieldType.INT, FieldType.FLOAT):
                 raise ValueError(
                     f"event_time field {self.event_time!r} must be of type timestamp "
@@ -173,6 +177,7 @@ class KafkaSource(_Model):
     start_from: StartFrom = StartFrom.EARLIEST
     security: KafkaSecurity = KafkaSecurity()
     properties: dict[str, str] = Field(default_factory=dict)
+    connect_timeout: Duration = timedelta(seconds=30)
     schema_: Schema = Field(alias="schema")
 
     @field_validator("bootstrap_servers", mode="before")
@@ -197,7 +202,9 @@ class KafkaSource(_Model):
         reserved = {"bootstrap.servers", "group.id", "enable.auto.commit", "security.protocol"}
         bad = sorted(k for k in v if k in reserved or k.startswith("sasl."))
         if bad:
-            raise ValueError(f"set {', '.join(bad)} through the source's own fields, not properties")
+            raise ValueError(
+                f"set {', '.join(bad)} through the source's own fields, not properties"
+            )
         return {k: str(x) for k, x in v.items()}
 
     @property
@@ -383,7 +390,9 @@ class Pipeline(_Model):
         for i, m in enumerate(self.sink.mapping):
             field = schema.field(m.field)
             if field is None:
-                raise ValueError(f"sink.mapping[{i}].field: {m.field!r} is not a field of source.schema")
+                raise ValueError(
+                    f"sink.mapping[{i}].field: {m.field!r} is not a field of source.schema"
+                )
             problem = check_compatible(field.type, m.ch_type)
             if problem:
                 raise ValueError(f"sink.mapping[{i}].type: {problem}")

@@ -130,7 +130,9 @@ _WITH_ARGS = {
     "Enum16",
     "Tuple",
 }
-_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<lit>'(?:[^'\\]|\\.)*'(?:\s*=\s*-?\d+)?|-?\d+)|(?P<p>[(),]))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<lit>'(?:[^'\\]|\\.)*'(?:\s*=\s*-?\d+)?|-?\d+)|(?P<p>[(),]))"
+)
 
 
 class _Parser:
@@ -209,7 +211,12 @@ def _check_args(t: CHType) -> None:
         raise ValueError(f"Decimal takes precision and scale: Decimal(18, 4), got {t}")
     if t.name.startswith("Decimal") and t.name != "Decimal" and (len(lits) != 1 or types):
         raise ValueError(f"{t.name} takes a scale: {t.name}(4), got {t}")
-    if t.name == "DateTime64" and not (1 <= len(lits) <= 2) or t.name == "DateTime" and len(lits) > 1:
+    if (
+        t.name == "DateTime64"
+        and not (1 <= len(lits) <= 2)
+        or t.name == "DateTime"
+        and len(lits) > 1
+    ):
         raise ValueError(f"bad arguments for {t.name}: {t}")
     for a in types:
         _check_args(a)
@@ -218,17 +225,48 @@ def _check_args(t: CHType) -> None:
 # Which column types (by their inner name) each field type may be written into.
 _COMPATIBLE: dict[FieldType, set[str]] = {
     FieldType.STRING: {
-        "String", "FixedString", "UUID", "Date", "Date32", "DateTime", "DateTime64",
-        "Enum8", "Enum16", "IPv4", "IPv6", "JSON", "Decimal", "Decimal32", "Decimal64",
-        "Decimal128", "Decimal256",
+        "String",
+        "FixedString",
+        "UUID",
+        "Date",
+        "Date32",
+        "DateTime",
+        "DateTime64",
+        "Enum8",
+        "Enum16",
+        "IPv4",
+        "IPv6",
+        "JSON",
+        "Decimal",
+        "Decimal32",
+        "Decimal64",
+        "Decimal128",
+        "Decimal256",
     },
-    FieldType.INT: _INTS | {
-        "Float32", "Float64", "Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256",
-        "DateTime", "DateTime64", "Bool", "String",
+    FieldType.INT: _INTS
+    | {
+        "Float32",
+        "Float64",
+        "Decimal",
+        "Decimal32",
+        "Decimal64",
+        "Decimal128",
+        "Decimal256",
+        "DateTime",
+        "DateTime64",
+        "Bool",
+        "String",
     },
     FieldType.FLOAT: {
-        "Float32", "Float64", "BFloat16", "Decimal", "Decimal32", "Decimal64", "Decimal128",
-        "Decimal256", "String",
+        "Float32",
+        "Float64",
+        "BFloat16",
+        "Decimal",
+        "Decimal32",
+        "Decimal64",
+        "Decimal128",
+        "Decimal256",
+        "String",
     },
     FieldType.BOOL: {"Bool", "UInt8", "Int8", "String"},
     FieldType.TIMESTAMP: {"DateTime", "DateTime64", "Date", "Date32", "String"},

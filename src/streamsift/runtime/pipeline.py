@@ -93,14 +93,17 @@ class PipelineRunner:
     def _build_query(self, until_caught_up: bool) -> Any:
         spark = spark_session(f"streamsift-{self.pipeline.name}", verbose=self.verbose)
         src = self.pipeline.source
-        processor = SourceProcessor.build(src.schema_, self.pipeline.dedup, self.checkpoint / "dedup")
+        processor = SourceProcessor.build(
+            src.schema_, self.pipeline.dedup, self.checkpoint / "dedup"
+        )
         spec = KafkaReadSpec(
             bootstrap_servers=src.bootstrap_servers,
             topic=src.topic,
             consumer_group=self.pipeline.consumer_group,
             start_from=src.start_from.value,
             properties={**src.security.librdkafka(), **src.properties},
-            max_rows_per_batch=self.pipeline.runtime.max_rows_per_batch or DEFAULT_MAX_ROWS_PER_BATCH,
+            max_rows_per_batch=self.pipeline.runtime.max_rows_per_batch
+            or DEFAULT_MAX_ROWS_PER_BATCH,
         )
         name = "streamsift_" + re.sub(r"[^A-Za-z0-9_]", "_", self.pipeline.name)
         if not (self.checkpoint / "spark" / "offsets").exists():
@@ -145,7 +148,9 @@ class PipelineRunner:
                 query.stop()
         if error is not None:
             raise explain_failure(error)
-        return RunResult(self.stats.as_dict(), caught_up=until_caught_up and not self._stop.is_set())
+        return RunResult(
+            self.stats.as_dict(), caught_up=until_caught_up and not self._stop.is_set()
+        )
 
     def stop(self) -> None:
         """Ask the run to end after the micro-batch in flight (safe from a signal handler)."""
@@ -153,7 +158,9 @@ class PipelineRunner:
 
     def _stop_gracefully(self, query: Any, timeout_s: float = 120.0) -> None:
         deadline = time.monotonic() + timeout_s
-        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        while (
+            query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline
+        ):
             time.sleep(0.1)
         query.stop()
 
@@ -180,7 +187,9 @@ class PipelineRunner:
         data = df.toArrow()
         if data.num_rows == 0:
             return
-        data = data.sort_by([("_topic", "ascending"), ("_partition", "ascending"), ("_offset", "ascending")])
+        data = data.sort_by(
+            [("_topic", "ascending"), ("_partition", "ascending"), ("_offset", "ascending")]
+        )
         bad_mask = pc.is_valid(data.column("_error"))
         rows = data.filter(pc.invert(bad_mask))
         bad = data.filter(bad_mask)
@@ -196,7 +205,9 @@ class PipelineRunner:
             self._fault_point("exit_after_insert")
         dead = self._dead_letters(bad)
         for i, start in enumerate(range(0, dead.num_rows, size)):
-            self.writer.insert(self.pipeline.dlq_table, dead.slice(start, size), f"{qid}:{batch_id}:dlq:{i}")
+            self.writer.insert(
+                self.pipeline.dlq_table, dead.slice(start, size), f"{qid}:{batch_id}:dlq:{i}"
+            )
         late = pc.sum(rows.column("_late").cast(pa.int64())).as_py() or 0
         self.stats.add_written(out.num_rows, dead.num_rows, late)
 
@@ -250,8 +261,14 @@ def _error_class(message: str | None) -> str:
 def explain_failure(error: Any) -> PipelineFailed:
     """One readable line (and a hint) for a failed streaming query, not a JVM trace."""
     text = str(getattr(error, "desc", None) or error)
-    for marker in ("SourceError: ", "SourceUnavailable: ", "SinkConfigError: ", "SinkTransientError: ",
-                   "SinkPermanentError: ", "PipelineFailed: "):
+    for marker in (
+        "SourceError: ",
+        "SourceUnavailable: ",
+        "SinkConfigError: ",
+        "SinkTransientError: ",
+        "SinkPermanentError: ",
+        "PipelineFailed: ",
+    ):
         idx = text.rfind(marker)
         if idx >= 0:
             line = text[idx:].splitlines()[0]

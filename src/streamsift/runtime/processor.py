@@ -123,8 +123,12 @@ class SourceProcessor:
             _kafka_ts=kafka_ts,
             _event_time=event_time,
             _late=pa.array(late, pa.bool_()),
-            _key=pa.array([None if ok else k for ok, k in zip(good, records.keys)], pa.binary()),
-            _raw=pa.array([None if ok else v for ok, v in zip(good, records.values)], pa.binary()),
+            _key=pa.array(
+                [None if ok else k for ok, k in zip(good, records.keys, strict=True)], pa.binary()
+            ),
+            _raw=pa.array(
+                [None if ok else v for ok, v in zip(good, records.values, strict=True)], pa.binary()
+            ),
             _error=pa.array(errors, pa.string()),
         )
         schema = self.schema
@@ -139,7 +143,9 @@ class SourceProcessor:
         col = table.column(self.event_time.column)
         if self.event_time.type is FieldType.TIMESTAMP:
             return col
-        micros = pc.cast(pc.multiply(pc.cast(col, pa.float64()), 1_000_000.0), pa.int64(), safe=False)
+        micros = pc.cast(
+            pc.multiply(pc.cast(col, pa.float64()), 1_000_000.0), pa.int64(), safe=False
+        )
         return micros.cast(pa.timestamp("us", tz="UTC"))
 
     def _dedup(
@@ -149,9 +155,9 @@ class SourceProcessor:
         key_cols = [table.column(f.column).to_pylist() for f in self.dedup_keys]
         times = pc.cast(event_time, pa.int64()).to_pylist()
         keys = [encode_key([col[i] for col in key_cols]) for i in idx]
-        decision = PartitionDedup(Path(self.state_dir) / records.topic / f"p{records.partition}", self.window_us).decide(
-            keys, [times[i] for i in idx], [records.offsets[i] for i in idx], records.start
-        )
+        decision = PartitionDedup(
+            Path(self.state_dir) / records.topic / f"p{records.partition}", self.window_us
+        ).decide(keys, [times[i] for i in idx], [records.offsets[i] for i in idx], records.start)
         keep = [True] * len(errors)
         late = [False] * len(errors)
         for j, i in enumerate(idx):

@@ -46,7 +46,12 @@ class RunStats:
                 latest = _offsets(sources[0].get("latestOffset")) or end
                 if latest and end:
                     self.lag = sum(max(0, latest[k] - end.get(k, 0)) for k in latest)
-            if batch is None or batch in self._seen_batches or not p.get("numInputRows") and not sources:
+            if (
+                batch is None
+                or batch in self._seen_batches
+                or not p.get("numInputRows")
+                and not sources
+            ):
                 return
             self._seen_batches.add(batch)
             rows = int(p.get("numInputRows") or 0)
@@ -81,4 +86,8 @@ def _offsets(value: Any) -> dict[str, int]:
             return {}
     if not isinstance(value, dict):
         return {}
-    return {k: int(v) for k, v in value.items() if isinstance(v, (int, str)) and str(v).lstrip("-").isdigit()}
+    return {
+        k: int(v)
+        for k, v in value.items()
+        if isinstance(v, (int, str)) and str(v).lstrip("-").isdigit()
+    }

@@ -18,11 +18,6 @@ MIN_JAVA = 17
 
 def check_prerequisites() -> None:
     """Fail early, with how to fix it, when Python or Java is missing or too old."""
-    if sys.version_info < (3, 10):
-        raise RuntimeConfigError(
-            f"Python 3.10 or newer is needed, this is {sys.version.split()[0]}; "
-            "install it (e.g. apt-get install python3.11) and re-create the virtualenv"
-        )
     java = shutil.which("java", path=_java_path())
     if java is None:
         raise RuntimeConfigError(
@@ -56,7 +51,9 @@ def java_version(java: str) -> int | None:
     return int(m.group(2) or 0) if major == 1 else major
 
 
-def spark_session(app_name: str = "streamsift", master: str | None = None, verbose: bool = False) -> Any:
+def spark_session(
+    app_name: str = "streamsift", master: str | None = None, verbose: bool = False
+) -> Any:
     """One SparkSession per process, configured for small, stateful streaming jobs."""
     check_prerequisites()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -65,11 +62,18 @@ def spark_session(app_name: str = "streamsift", master: str | None = None, verbo
     from pyspark.sql import SparkSession
 
     log_conf = resources.files("streamsift.runtime").joinpath("log4j2.properties")
-    java_opts = "" if verbose else f"-Dlog4j2.configurationFile=file:{log_conf}"
+    if "PYSPARK_SUBMIT_ARGS" not in os.environ:
+        # Driver JVM options must be known before the JVM starts, hence spark-submit args.
+        memory = os.environ.get("STREAMSIFT_DRIVER_MEMORY", "2g")
+        java_opts = (
+            ""
+            if verbose
+            else f'--driver-java-options "-Dlog4j2.configurationFile=file:{log_conf}" '
+        )
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {memory} {java_opts}pyspark-shell"
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master or os.environ.get("STREAMSIFT_SPARK_MASTER", "local[2]"))
-        .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")

@@ -10,6 +10,7 @@ handed in by the runtime, which keeps sources free of parsing and dedup logic.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator, Sequence
@@ -219,9 +220,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         consumer = self._consumer()
         offsets = {}
         for p in self._partitions():
-            low, _ = consumer.get_watermark_offsets(
-                TopicPartition(self.spec.topic, p), timeout=10
-            )
+            low, _ = consumer.get_watermark_offsets(TopicPartition(self.spec.topic, p), timeout=10)
             offsets[offset_key(self.spec.topic, p)] = max(low, 0)
         return sorted_offsets(offsets)
 
@@ -256,13 +255,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Record progress in the consumer group so lag tools see it (not used for recovery)."""
-        try:
+        # Best effort: the checkpoint, not the group, is the source of truth.
+        with contextlib.suppress(KafkaException):
             self._consumer().commit(
                 offsets=[TopicPartition(*parse_offset_key(k), int(v)) for k, v in end.items()],
                 asynchronous=True,
             )
-        except KafkaException:
-            pass  # best effort: the checkpoint, not the group, is the source of truth
 
     def stop(self) -> None:
         if self._probe is not None:
@@ -314,7 +312,11 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
                         # compacted or transactional topics leave offset gaps
-                        done = msg.offset() >= part.end or bool(offsets) and offsets[-1] >= part.end - 1
+                        done = (
+                            msg.offset() >= part.end
+                            or bool(offsets)
+                            and offsets[-1] >= part.end - 1
+                        )
                         continue
                     if err.retriable():
                         continue
@@ -342,10 +344,14 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                 )
     finally:
         consumer.close()
-    return KafkaRecords(part.topic, part.partition, part.start, part.end, offsets, stamps, keys, values)
+    return KafkaRecords(
+        part.topic, part.partition, part.start, part.end, offsets, stamps, keys, values
+    )
 
 
-def make_data_source(name: str, spec: KafkaReadSpec, processor: RecordProcessor) -> type[DataSource]:
+def make_data_source(
+    name: str, spec: KafkaReadSpec, processor: RecordProcessor
+) -> type[DataSource]:
     """A DataSource class bound to one pipeline's source; register it with `spark.dataSource`.
 
     The class is built at run time so that Spark pickles the spec and the processor with it,

@@ -58,7 +58,7 @@ class Broker:
 
     def start(self, timeout: float = 20.0) -> Broker:
         url = f"tcp://127.0.0.1:{self.port}"
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 (lives with the process)
         self.process = subprocess.Popen(
             [
                 str(tansu_binary()),
@@ -96,7 +96,9 @@ class Broker:
                 self.process.wait(5)
         self.process = None
 
-    def create_topic(self, name: str, partitions: int = 3, config: dict[str, str] | None = None) -> None:
+    def create_topic(
+        self, name: str, partitions: int = 3, config: dict[str, str] | None = None
+    ) -> None:
         create_topic(self.bootstrap_servers, name, partitions, config)
 
     def __enter__(self) -> Broker:

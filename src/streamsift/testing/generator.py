@@ -143,7 +143,9 @@ def produce(
     return sent
 
 
-def produce_raw(bootstrap_servers: str, topic: str, messages: list[tuple[bytes | None, bytes | None]]) -> int:
+def produce_raw(
+    bootstrap_servers: str, topic: str, messages: list[tuple[bytes | None, bytes | None]]
+) -> int:
     """Produce (key, value) pairs as they are, e.g. malformed payloads."""
     producer = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 20})
     for key, value in messages:

@@ -66,7 +66,12 @@ class PartitionDedup:
             db.close()
 
     def _decide(
-        self, db: Rdict, keys: Sequence[bytes], times_us: Sequence[int], offsets: Sequence[int], start: int
+        self,
+        db: Rdict,
+        keys: Sequence[bytes],
+        times_us: Sequence[int],
+        offsets: Sequence[int],
+        start: int,
     ) -> DedupDecision:
         window = self.window_us
         hw_before = _resolve(db.get(_META_KEY), start)
@@ -76,13 +81,13 @@ class PartitionDedup:
         unique = list(dict.fromkeys(keys))
         stored = db.get(unique) if unique else []
         prior: dict[bytes, tuple[int, int] | None] = {
-            k: _resolve(v, start) for k, v in zip(unique, stored)
+            k: _resolve(v, start) for k, v in zip(unique, stored, strict=True)
         }
         current: dict[bytes, tuple[int, int]] = {}  # kept in this range: key -> (time, offset)
         keep: list[bool] = []
         late: list[bool] = []
         newest = hw
-        for key, t, off in zip(keys, times_us, offsets):
+        for key, t, off in zip(keys, times_us, offsets, strict=True):
             if late_before is not None and t < late_before:
                 keep.append(True)
                 late.append(True)
@@ -105,7 +110,11 @@ class PartitionDedup:
             base_hw = hw_before or (NONE, NONE)
             batch.put(_META_KEY, _ENTRY.pack(newest, offsets[-1], base_hw[0], base_hw[1]))
         db.write(batch)
-        if offsets and hw is not None and start // self.cleanup_every != (offsets[-1] + 1) // self.cleanup_every:
+        if (
+            offsets
+            and hw is not None
+            and start // self.cleanup_every != (offsets[-1] + 1) // self.cleanup_every
+        ):
             self._cleanup(db, hw - 2 * window, start)
         return DedupDecision(keep, late)
 

@@ -45,7 +45,14 @@ SPARK_TYPES: dict[FieldType, str] = {
     FieldType.MAP: "MAP<STRING, STRING>",
     FieldType.JSON: "STRING",
 }
-_FAST_TYPES = {FieldType.STRING, FieldType.INT, FieldType.FLOAT, FieldType.BOOL, FieldType.TIMESTAMP, FieldType.ARRAY}
+_FAST_TYPES = {
+    FieldType.STRING,
+    FieldType.INT,
+    FieldType.FLOAT,
+    FieldType.BOOL,
+    FieldType.TIMESTAMP,
+    FieldType.ARRAY,
+}
 
 
 class ValueTypeError(ValueError):
@@ -142,7 +149,10 @@ def convert_value(value: Any, ftype: FieldType) -> Any:
     elif ftype is FieldType.MAP:
         if isinstance(value, dict):
             return [
-                (str(k), v if isinstance(v, str) or v is None else json.dumps(v, separators=(",", ":")))
+                (
+                    str(k),
+                    v if isinstance(v, str) or v is None else json.dumps(v, separators=(",", ":")),
+                )
                 for k, v in value.items()
             ]
     elif ftype is FieldType.JSON:

@@ -38,7 +38,25 @@ from streamsift.sinks.retry import RetryPolicy
 log = logging.getLogger("streamsift.sink")
 
 # ClickHouse error codes worth retrying (overload, network, timeouts, read-only replicas).
-TRANSIENT_CODES = {3, 159, 164, 202, 203, 209, 210, 236, 241, 242, 252, 279, 285, 319, 425, 999, 1000}
+TRANSIENT_CODES = {
+    3,
+    159,
+    164,
+    202,
+    203,
+    209,
+    210,
+    236,
+    241,
+    242,
+    252,
+    279,
+    285,
+    319,
+    425,
+    999,
+    1000,
+}
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
@@ -56,8 +74,18 @@ def connect(conn: ClickHouseConnection) -> Any:
             path = str(Path(conn.path or ".").resolve())
             with _clients_lock:
                 if path not in _clients:
+                    if _clients:
+                        raise SinkConfigError(
+                            f"embedded ClickHouse is already open at {next(iter(_clients))} in this "
+                            f"process; chdb allows one data directory per process, so {path} "
+                            "cannot be opened too. Use one sink.clickhouse.path for all pipelines "
+                            "of a process, or a ClickHouse server."
+                        )
                     Path(path).mkdir(parents=True, exist_ok=True)
-                    _clients[path] = clickhouse_connect.get_client(dsn=f"chdb://{path}")
+                    client = clickhouse_connect.get_client(dsn=f"chdb://{path}")
+                    if conn.database != "default":
+                        client.command(f"CREATE DATABASE IF NOT EXISTS {quote(conn.database)}")
+                    _clients[path] = client
                 return _clients[path]
         return clickhouse_connect.get_client(
             host=conn.host,
@@ -93,8 +121,13 @@ def classify(exc: Exception, what: str) -> Exception:
         code = int(m.group(1)) if m else None
     if isinstance(exc, OperationalError) or code in TRANSIENT_CODES:
         return SinkTransientError(f"{what}: {text}")
-    if isinstance(exc, DatabaseError) and code is None and any(
-        s in str(exc) for s in ("HTTP 502", "HTTP 503", "HTTP 504", "status 502", "status 503", "status 504")
+    if (
+        isinstance(exc, DatabaseError)
+        and code is None
+        and any(
+            s in str(exc)
+            for s in ("HTTP 502", "HTTP 503", "HTTP 504", "status 502", "status 503", "status 504")
+        )
     ):
         return SinkTransientError(f"{what}: {text}")
     return SinkPermanentError(f"{what}: {text}", code)

@@ -1,0 +1,1192 @@
+"""Import GlassFlow for ClickHouse pipeline JSON (v1, v2 and v3) as a streamsift pipeline.
+
+GlassFlow documents come in three shapes (see docs/configuration.md, "Importing GlassFlow
+pipelines"): v1 (no `version` key, `source.topics[]`, `sink.table_mapping`), v2 (`"version":
+"2.0.0"` or `"v2"`, top-level `schema.fields`) and v3 (`"version": "v3"`, `sources[]`,
+`transforms[]`, `sink.connection_params`, `sink.mapping`). `convert_glassflow` turns any of
+them into OUR document (a plain dict that `Pipeline.model_validate` accepts).
+
+What we cannot run yet (joins, filters, stateless transforms, OTLP sources, two sources,
+Schema Registry, Kerberos, AWS IAM, client certificates) is refused with a `ConfigError`
+naming the GlassFlow field, never dropped silently. Problems are reported with GlassFlow's
+field paths (`transforms[0].config.key: ...`) so users can find them in their own file.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import textwrap
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from streamsift.config.durations import format_duration
+from streamsift.config.errors import ConfigError
+from streamsift.config.loader import format_validation_error
+from streamsift.config.models import MAX_DEDUP_WINDOW, Pipeline
+from streamsift.config.types import (
+    FIELD_TYPE_ALIASES,
+    CHType,
+    FieldType,
+    check_compatible,
+    parse_clickhouse_type,
+)
+
+__all__ = [
+    "GlassFlowImport",
+    "convert_glassflow",
+    "glassflow_to_yaml",
+    "glassflow_version",
+    "import_glassflow",
+    "parse_go_duration",
+]
+
+MIN_PIPELINE_ID_LENGTH = 5
+"""GlassFlow's `MinPipelineIDLength`."""
+
+CLICKHOUSE_HTTP_PORT = 8123
+CLICKHOUSE_HTTPS_PORT = 8443
+_HTTP_PORTS = {str(CLICKHOUSE_HTTP_PORT), str(CLICKHOUSE_HTTPS_PORT)}
+
+# Type names GlassFlow lets through without a check, read as the obvious streamsift type.
+_EXTRA_FIELD_TYPES: dict[str, FieldType] = {
+    "date": FieldType.TIMESTAMP,
+    "date_time": FieldType.TIMESTAMP,
+    "time": FieldType.TIMESTAMP,
+    "timestamptz": FieldType.TIMESTAMP,
+    "uuid": FieldType.STRING,
+}
+
+# GlassFlow's ClickHouse type vocabulary, to repair the lowercase names of early v1 files.
+_CH_NAMES = {
+    name.lower(): name
+    for name in (
+        "String",
+        "FixedString",
+        "Bool",
+        "Int8",
+        "Int16",
+        "Int32",
+        "Int64",
+        "UInt8",
+        "UInt16",
+        "UInt32",
+        "UInt64",
+        "Float32",
+        "Float64",
+        "Enum8",
+        "Enum16",
+        "UUID",
+        "DateTime",
+        "DateTime64",
+        "LowCardinality",
+        "Map",
+        "Array",
+        "Nullable",
+        "Date",
+        "Date32",
+    )
+}
+_CH_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+_GO_DURATION = re.compile(r"^[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$")
+_GO_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_GO_DAYS = re.compile(r"(?<![\d.])(\d+)d")
+_GO_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+_SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_NO_MECHANISM = ("", "NO_AUTH", "NONE")
+
+# Top-level keys that carry nothing streamsift can use (display name, tags, k8s sizing, export info).
+_IGNORED_KEYS = (
+    "name",
+    "metadata",
+    "resources",
+    "pipeline_resources",
+    "exported_at",
+    "exported_by",
+)
+
+
+# ---------------------------------------------------------------------------- public API
+
+
+@dataclass(frozen=True)
+class GlassFlowImport:
+    """A converted GlassFlow pipeline: our document plus notes on what changed in meaning."""
+
+    version: str
+    pipeline_id: str
+    document: dict[str, Any]
+    notes: tuple[str, ...]
+
+
+def glassflow_version(doc: dict[str, Any]) -> str:
+    """Which GlassFlow format `doc` is in: "v1", "v2" or "v3"; ConfigError for unknown versions."""
+    raw = doc.get("version")
+    text = "" if raw is None else str(raw).strip().lower()
+    if text == "":
+        return "v3" if "sources" in doc else "v1"
+    if text == "v3":
+        return "v3"
+    if text in ("v2", "2.0.0"):
+        return "v2"
+    if text in ("v1", "1.0.0"):
+        return "v1"
+    raise ConfigError(
+        f"version: unsupported GlassFlow pipeline version {raw!r}; "
+        'expected "v3", "v2" or "2.0.0" (v1 files have no version)'
+    )
+
+
+def import_glassflow(doc: dict[str, Any], *, create_table: bool = False) -> GlassFlowImport:
+    """Convert and validate a GlassFlow pipeline; ConfigError lists every problem found.
+
+    `create_table` defaults to False because GlassFlow expects the table to exist.
+    """
+    if not isinstance(doc, dict):
+        raise ConfigError("a GlassFlow pipeline must be a JSON object")
+    version = glassflow_version(doc)
+    converter = _Converter(doc, version)
+    document = converter.convert(create_table=create_table)
+    converter.validate(document)
+    return GlassFlowImport(
+        version=version,
+        pipeline_id=str(doc.get("pipeline_id", "")).strip(),
+        document=document,
+        notes=tuple(converter.notes),
+    )
+
+
+def convert_glassflow(doc: dict[str, Any], *, create_table: bool = False) -> dict[str, Any]:
+    """A GlassFlow pipeline (v1, v2 or v3) as a streamsift pipeline document (a plain dict)."""
+    return import_glassflow(doc, create_table=create_table).document
+
+
+def glassflow_to_yaml(doc: dict[str, Any], *, create_table: bool = False) -> str:
+    """A GlassFlow pipeline as streamsift YAML, with the import notes as comments on top.
+
+    Secrets are written as given (v1/v2 passwords base64-decoded): the result is the user's own
+    pipeline file, so treat it like the GlassFlow file it came from.
+    """
+    result = import_glassflow(doc, create_table=create_table)
+    header = [
+        f"# streamsift pipeline imported from GlassFlow pipeline {result.pipeline_id!r} "
+        f"(format {result.version}).",
+        "# Field reference: docs/configuration.md. Import notes:",
+    ]
+    for note in result.notes:
+        lines = textwrap.wrap(note, width=94)
+        header.append(f"#  - {lines[0]}")
+        header.extend(f"#    {line}" for line in lines[1:])
+    body = yaml.dump(result.document, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True)
+    return "\n".join(header) + "\n" + body
+
+
+def parse_go_duration(value: object) -> timedelta:
+    """A GlassFlow duration: a JSON string, `Nd` read as N*24h, then Go's time.ParseDuration."""
+    if not isinstance(value, str):
+        raise ValueError(f'must be a duration string such as "30s", "1h" or "1d", got {value!r}')
+    text = _GO_DAYS.sub(lambda m: f"{int(m.group(1)) * 24}h", value)
+    if text.lstrip("+-") == "0":
+        return timedelta(0)
+    if not _GO_DURATION.match(text):
+        raise ValueError(f'{value!r} is not a duration (e.g. "30s", "1h30m", "1d12h", "168h0m0s")')
+    seconds = sum(float(n) * _GO_UNIT_SECONDS[u] for n, u in _GO_PART.findall(text))
+    return timedelta(seconds=-seconds if text.startswith("-") else seconds)
+
+
+# ---------------------------------------------------------------------------- internals
+
+
+class _YamlDumper(yaml.SafeDumper):
+    """Safe YAML, with multi-line strings (PEM certificates) as readable `|` blocks."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_YamlDumper.add_representer(str, _str_representer)
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    type: FieldType | None  # None: the type was refused (reported once, not again per use)
+    path: str
+
+
+@dataclass(frozen=True)
+class _Column:
+    field: str
+    column: str
+    type: str
+    path: str
+    field_key: str
+    column_key: str
+    type_key: str
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _decode_base64_password(value: str) -> str:
+    """GlassFlow v1/v2 store the ClickHouse password base64-encoded; undecodable text is kept."""
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return value
+
+
+class _Converter:
+    """One conversion: collects problems and notes, and where each of our fields came from."""
+
+    def __init__(self, doc: dict[str, Any], version: str) -> None:
+        self.doc = doc
+        self.version = version
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self.origins: dict[str, str] = {}
+
+    # -- bookkeeping
+
+    def problem(self, path: str, message: str) -> None:
+        self.problems.append(f"{path}: {message}" if path else message)
+
+    def origin(self, ours: str, theirs: str) -> None:
+        self.origins[ours] = theirs
+
+    def fail_if_problems(self) -> None:
+        if self.problems:
+            raise ConfigError(self.problems)
+
+    def validate(self, document: dict[str, Any]) -> None:
+        """Run our own model over the result and report its problems in GlassFlow's paths."""
+        try:
+            Pipeline.model_validate(document)
+        except ValidationError as exc:
+            raise ConfigError(
+                [self.translate(line) for line in format_validation_error(exc)]
+            ) from None
+
+    def translate(self, line: str) -> str:
+        best = ""
+        for ours in self.origins:
+            if (
+                len(ours) > len(best)
+                and line.startswith(ours)
+                and line[len(ours) : len(ours) + 1] in (".", "[", ":")
+            ):
+                best = ours
+        return self.origins[best] + line[len(best) :] if best else line
+
+    # -- typed access
+
+    def obj(
+        self, parent: dict[str, Any], key: str, path: str, *, required: bool
+    ) -> dict[str, Any] | None:
+        value = parent.get(key)
+        if value is None:
+            if required:
+                self.problem(path, "required field is missing")
+            return None
+        if not isinstance(value, dict):
+            self.problem(path, f"must be an object, got {type(value).__name__}")
+            return None
+        return value
+
+    def array(
+        self, parent: dict[str, Any], key: str, path: str, *, required: bool
+    ) -> list[Any] | None:
+        value = parent.get(key)
+        if value is None:
+            if required:
+                self.problem(path, "required field is missing")
+            return None
+        if not isinstance(value, list):
+            self.problem(path, f"must be a list, got {type(value).__name__}")
+            return None
+        return value
+
+    def text(
+        self, parent: dict[str, Any], key: str, path: str, *, empty: str | None = None
+    ) -> str | None:
+        """A string field; `empty` is the message for a missing or blank value (None: optional)."""
+        value = parent.get(key)
+        if _blank(value):
+            if empty is not None:
+                self.problem(path, empty)
+            return None
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            self.problem(path, f"must be a string, got {type(value).__name__}")
+            return None
+        return str(value).strip()
+
+    def flag(self, parent: dict[str, Any], key: str, path: str) -> bool:
+        value = parent.get(key, False)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            self.problem(path, f"must be true or false, got {value!r}")
+            return False
+        return value
+
+    def duration(self, parent: dict[str, Any], key: str, path: str) -> timedelta | None:
+        if parent.get(key) is None:
+            return None
+        try:
+            return parse_go_duration(parent[key])
+        except ValueError as exc:
+            self.problem(path, str(exc))
+            return None
+
+    # -- the whole document
+
+    def convert(self, *, create_table: bool) -> dict[str, Any]:
+        name = self.pipeline_name()
+        if self.version == "v3":
+            self.refuse_v3()
+            source, fields, dedup, sink_input = self.v3_source_and_dedup()
+            sink = self.v3_sink(fields, sink_input)
+        else:
+            self.refuse_legacy()
+            source, fields, dedup, topic_id = self.legacy_source_and_dedup()
+            sink = self.legacy_sink(fields, topic_id)
+        self.fail_if_problems()
+        document: dict[str, Any] = {"version": 1, "name": name, "source": source}
+        if dedup is not None:
+            document["dedup"] = dedup
+        assert sink is not None  # no problems means the sink was read
+        document["sink"] = {}
+        for key, value in sink.items():  # create_table right after table, where readers look
+            document["sink"][key] = value
+            if key == "table":
+                document["sink"]["create_table"] = create_table
+        self.add_notes(dedup is not None, create_table)
+        return document
+
+    def pipeline_name(self) -> str:
+        raw = self.text(self.doc, "pipeline_id", "pipeline_id", empty="required field is missing")
+        self.origin("name", "pipeline_id")
+        if raw is None:
+            return ""
+        if len(raw) < MIN_PIPELINE_ID_LENGTH:
+            self.problem(
+                "pipeline_id", f"pipeline ID must be at least {MIN_PIPELINE_ID_LENGTH} characters"
+            )
+        name = re.sub(r"[^A-Za-z0-9_\-]+", "-", raw)
+        name = re.sub(r"^[^A-Za-z0-9]+", "", name)[:100].rstrip("-")
+        if not name:
+            self.problem(
+                "pipeline_id", f"{raw!r} has no letters or digits to name the pipeline after"
+            )
+        elif name != raw:
+            self.notes.append(
+                f"pipeline_id {raw!r} became the name {name!r} (letters, digits, _ and - only)"
+            )
+        for key in _IGNORED_KEYS:
+            if self.doc.get(key) not in (None, "", {}, []):
+                self.notes.append(
+                    f"GlassFlow's {key!r} has no streamsift equivalent and was not imported"
+                )
+        return name
+
+    def add_notes(self, has_dedup: bool, create_table: bool) -> None:
+        if has_dedup:
+            self.notes.append(
+                "GlassFlow deduplicates on processing time; this pipeline sets no source.schema.event_time, "
+                "so streamsift windows on each message's Kafka timestamp. Name a timestamp field in "
+                "source.schema.event_time to window on event time instead"
+            )
+        if not create_table:
+            self.notes.append(
+                "create_table is false: GlassFlow expects the ClickHouse table to exist. "
+                "Set it to true to let streamsift create the table"
+            )
+
+    # -- refusals: shapes we do not run yet
+
+    def refuse_v3(self) -> None:
+        refused: list[str] = []
+        join = self.doc.get("join")
+        joined = isinstance(join, dict) and bool(join.get("enabled"))
+        if joined:
+            refused.append("join: GlassFlow join pipelines are not supported yet")
+        sources = self.doc.get("sources")
+        if isinstance(sources, list):
+            for i, src in enumerate(sources):
+                if not isinstance(src, dict):
+                    continue
+                kind = str(src.get("type") or "kafka").strip().lower()
+                if kind.startswith("otlp"):
+                    refused.append(
+                        f"sources[{i}].type: OTLP sources ({kind}) are not supported yet; "
+                        "streamsift reads JSON messages from a Kafka topic"
+                    )
+                refused.extend(self.refuse_source_extras(src, f"sources[{i}]"))
+            if len(sources) > 1 and not joined:
+                refused.append(
+                    f"sources: pipelines with {len(sources)} sources are not supported yet; "
+                    "streamsift reads one Kafka topic per pipeline"
+                )
+        transforms = self.doc.get("transforms")
+        if isinstance(transforms, list):
+            for i, tr in enumerate(transforms):
+                kind = str(tr.get("type", "")).strip().lower() if isinstance(tr, dict) else ""
+                if kind == "filter":
+                    refused.append(
+                        f"transforms[{i}].type: GlassFlow filter transforms are not supported yet"
+                    )
+                elif kind == "stateless":
+                    refused.append(
+                        f"transforms[{i}].type: GlassFlow stateless transforms (computed fields) "
+                        "are not supported yet"
+                    )
+        if refused:
+            raise ConfigError(refused)
+
+    def refuse_legacy(self) -> None:
+        refused: list[str] = []
+        join = self.doc.get("join")
+        joined = isinstance(join, dict) and bool(join.get("enabled"))
+        if joined:
+            refused.append("join: GlassFlow join pipelines are not supported yet")
+        source = self.doc.get("source")
+        if isinstance(source, dict):
+            kind = str(source.get("type") or "kafka").strip().lower()
+            if kind.startswith("otlp"):
+                refused.append(
+                    f"source.type: OTLP sources ({kind}) are not supported yet; "
+                    "streamsift reads JSON messages from a Kafka topic"
+                )
+            topics = source.get("topics")
+            if isinstance(topics, list):
+                for i, topic in enumerate(topics):
+                    if isinstance(topic, dict):
+                        refused.extend(self.refuse_source_extras(topic, f"source.topics[{i}]"))
+                if len(topics) > 1 and not joined:
+                    refused.append(
+                        f"source.topics: pipelines with {len(topics)} topics are not supported yet; "
+                        "streamsift reads one Kafka topic per pipeline"
+                    )
+        filt = self.doc.get("filter")
+        if isinstance(filt, dict) and filt.get("enabled"):
+            refused.append("filter: GlassFlow filters are not supported yet")
+        stateless = self.doc.get("stateless_transformation")
+        if isinstance(stateless, dict) and stateless.get("enabled"):
+            refused.append(
+                "stateless_transformation: GlassFlow stateless transforms (computed fields) "
+                "are not supported yet"
+            )
+        if refused:
+            raise ConfigError(refused)
+
+    @staticmethod
+    def refuse_source_extras(src: dict[str, Any], path: str) -> list[str]:
+        refused = []
+        if src.get("schema_registry") not in (None, {}, ""):
+            refused.append(
+                f"{path}.schema_registry: Schema Registry is not supported yet; "
+                "streamsift reads plain JSON messages"
+            )
+        fmt = src.get("format")
+        if fmt not in (None, "") and str(fmt).strip().lower() != "json":
+            refused.append(f"{path}.format: {fmt!r} messages are not supported yet; only JSON")
+        return refused
+
+    # -- source pieces shared by all versions
+
+    def kafka_source(
+        self,
+        conn: dict[str, Any] | None,
+        conn_path: str,
+        holder: dict[str, Any],
+        holder_path: str,
+        topic_key: str,
+        source_name: str | None,
+    ) -> dict[str, Any]:
+        """Our `source` (without schema) from a connection object and a topic holder."""
+        source: dict[str, Any] = {}
+        if source_name:
+            source["name"] = source_name
+        self.origin("source", holder_path)
+        self.origin("source.name", f"{holder_path}.source_id")
+        if conn is not None:
+            brokers = self.brokers(conn, f"{conn_path}.brokers")
+            if brokers:
+                source["bootstrap_servers"] = brokers
+        self.origin("source.bootstrap_servers", f"{conn_path}.brokers")
+        topic = self.text(
+            holder, topic_key, f"{holder_path}.{topic_key}", empty="kafka topic cannot be empty"
+        )
+        if topic is not None:
+            source["topic"] = topic
+        self.origin("source.topic", f"{holder_path}.{topic_key}")
+        offset = self.text(
+            holder, "consumer_group_initial_offset", f"{holder_path}.consumer_group_initial_offset"
+        )
+        self.origin("source.start_from", f"{holder_path}.consumer_group_initial_offset")
+        if offset is not None:
+            if offset.lower() not in ("earliest", "latest"):
+                self.problem(
+                    f"{holder_path}.consumer_group_initial_offset",
+                    "invalid consumer_group_initial_offset; allowed values: earliest or latest",
+                )
+            else:
+                source["start_from"] = offset.lower()
+        else:
+            source["start_from"] = "earliest"
+        if conn is not None:
+            security, properties = self.security(conn, conn_path)
+            if security:
+                source["security"] = security
+            if properties:
+                source["properties"] = properties
+        self.origin("source.security", conn_path)
+        self.origin("source.properties", conn_path)
+        return source
+
+    def brokers(self, conn: dict[str, Any], path: str) -> str | None:
+        value = conn.get("brokers")
+        if isinstance(value, str):
+            value = value.split(",")
+        if not isinstance(value, list) or not value:
+            self.problem(path, "must have at least one kafka server")
+            return None
+        servers = []
+        for i, server in enumerate(value):
+            if not isinstance(server, str) or not server.strip():
+                self.problem(f"{path}[{i}]", "kafka server cannot be empty")
+                continue
+            host, _, port = server.strip().rpartition(":")
+            if not host or not port.isdigit():
+                self.problem(f"{path}[{i}]", f"{server!r} is not host:port")
+                continue
+            servers.append(server.strip())
+        return ",".join(servers) if servers else None
+
+    def security(self, conn: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, str]]:
+        """Our `source.security` and librdkafka `properties` from GlassFlow's connection_params."""
+        protocol = self.text(conn, "protocol", f"{path}.protocol") or "PLAINTEXT"
+        if protocol not in _PROTOCOLS:
+            self.problem(
+                f"{path}.protocol",
+                f"unsupported protocol {protocol!r}; allowed: {', '.join(_PROTOCOLS)}",
+            )
+            return {}, {}
+        mechanism = (self.text(conn, "mechanism", f"{path}.mechanism") or "").upper()
+        skip_auth = self.flag(conn, "skip_auth", f"{path}.skip_auth")
+        security: dict[str, Any] = {}
+        if protocol != "PLAINTEXT":
+            security["protocol"] = protocol
+        if mechanism == "GSSAPI" or any(
+            not _blank(conn.get(k)) for k in ("kerberos_service_name", "kerberos_keytab")
+        ):
+            self.problem(
+                f"{path}.mechanism", "GSSAPI (Kerberos) authentication is not supported yet"
+            )
+        elif conn.get("iam_enable"):
+            self.problem(f"{path}.iam_enable", "AWS IAM authentication is not supported yet")
+        elif protocol in _SASL_PROTOCOLS:
+            if mechanism not in _MECHANISMS:
+                shown = mechanism or "none"
+                self.problem(
+                    f"{path}.mechanism",
+                    f"protocol {protocol} needs mechanism {', '.join(_MECHANISMS)}; got {shown}",
+                )
+            else:
+                security["mechanism"] = mechanism
+            username = self.text(
+                conn, "username", f"{path}.username", empty="SASL username cannot be empty"
+            )
+            password = conn.get("password")
+            if not isinstance(password, str) or not password:
+                self.problem(f"{path}.password", "SASL password cannot be empty")
+            if username is not None:
+                security["username"] = username
+            if isinstance(password, str) and password:
+                security["password"] = password
+        elif mechanism not in _NO_MECHANISM and not skip_auth:
+            self.problem(
+                f"{path}.mechanism",
+                f"mechanism {mechanism} needs protocol SASL_PLAINTEXT or SASL_SSL, got {protocol} "
+                "(or set skip_auth: true)",
+            )
+        if self.flag(conn, "skip_tls_verification", f"{path}.skip_tls_verification"):
+            security["skip_tls_verification"] = True
+        for key in ("client_cert", "client_key", "tls_cert", "tls_key"):
+            if not _blank(conn.get(key)):
+                self.problem(
+                    f"{path}.{key}",
+                    "client certificates (mutual TLS) are not imported: save the certificate and key "
+                    "to files and set source.properties ssl.certificate.location and ssl.key.location",
+                )
+        properties: dict[str, str] = {}
+        root_ca = conn.get("root_ca")
+        if not _blank(root_ca):
+            pem = self.pem(root_ca, f"{path}.root_ca")
+            if pem is not None:
+                properties["ssl.ca.pem"] = pem
+                self.notes.append(
+                    "the Kafka CA certificate (root_ca) is kept inline as the librdkafka property "
+                    "source.properties.ssl.ca.pem; to use a file instead, delete it and set "
+                    "source.security.ca_file"
+                )
+        return security, properties
+
+    def pem(self, value: object, path: str) -> str | None:
+        """PEM text as given, or decoded from base64 (as GlassFlow's v2 docs write it)."""
+        if not isinstance(value, str):
+            self.problem(path, f"must be a string, got {type(value).__name__}")
+            return None
+        text = value.strip()
+        if "-----BEGIN" in text:
+            return text + "\n"
+        try:
+            decoded = base64.b64decode("".join(text.split()), validate=True).decode("ascii")
+        except (binascii.Error, UnicodeDecodeError):
+            decoded = ""
+        if "-----BEGIN" in decoded:
+            return decoded.strip() + "\n"
+        self.problem(
+            path, "not a PEM certificate (nor base64 of one): expected -----BEGIN CERTIFICATE-----"
+        )
+        return None
+
+    def schema(
+        self, raw: list[Any] | None, paths: list[str], container: str
+    ) -> tuple[dict[str, Any], dict[str, _Field]]:
+        """Our `source.schema` from GlassFlow `{name, type}` entries (paths: each entry's own)."""
+        fields: dict[str, _Field] = {}
+        out: list[dict[str, str]] = []
+        self.origin("source.schema", container)
+        self.origin("source.schema.fields", container)
+        for i, (entry, path) in enumerate(zip(raw or [], paths, strict=True)):
+            self.origin(f"source.schema.fields[{i}]", path)
+            if not isinstance(entry, dict):
+                self.problem(path, "must be an object {name, type}")
+                continue
+            name = self.text(entry, "name", f"{path}.name", empty="field name cannot be empty")
+            ftype = self.field_type(entry.get("type"), f"{path}.type")
+            if name is None:
+                continue
+            if name in fields:
+                self.problem(
+                    f"{path}.name",
+                    f"field {name!r} is declared twice (first at {fields[name].path})",
+                )
+                continue
+            fields[name] = _Field(name, ftype, path)
+            if ftype is not None:
+                out.append({"name": name, "type": ftype.value})
+        if raw is not None and not raw:
+            self.problem(container, "at least one schema field is required")
+        return {"fields": out}, fields
+
+    def field_type(self, value: object, path: str) -> FieldType | None:
+        if not isinstance(value, str) or not value.strip():
+            self.problem(path, "field type cannot be empty")
+            return None
+        key = value.strip().lower()
+        found = FIELD_TYPE_ALIASES.get(key) or _EXTRA_FIELD_TYPES.get(key)
+        if found is None:
+            self.problem(
+                path,
+                f"unknown type {value!r}; GlassFlow types: string, int, uint, float, bool, array, map "
+                "(and int8..int64, uint8..uint64, float32, float64, bytes, integer, number, boolean, "
+                "object, datetime)",
+            )
+        return found
+
+    def dedup(
+        self,
+        key: str | None,
+        key_path: str,
+        config: dict[str, Any],
+        window_key: str,
+        path: str,
+        fields: dict[str, _Field],
+        source_label: str,
+    ) -> dict[str, Any] | None:
+        """Our `dedup` from a GlassFlow key and time window; the key must be a schema field."""
+        self.origin("dedup", path)
+        self.origin("dedup.key", key_path)
+        self.origin("dedup.time_window", f"{path}.{window_key}")
+        if key is not None and fields and key not in fields:
+            self.problem(
+                key_path,
+                f"dedup key {key!r} not found in schema_fields for source {source_label!r}",
+            )
+        window = self.duration(config, window_key, f"{path}.{window_key}")
+        if config.get(window_key) is None:
+            self.problem(f"{path}.{window_key}", "required field is missing")
+        elif window is not None and window <= timedelta(0):
+            self.problem(f"{path}.{window_key}", "time_window must be greater than zero")
+        elif window is not None and window > MAX_DEDUP_WINDOW:
+            self.problem(
+                f"{path}.{window_key}", f"{format_duration(window)} exceeds the 7d maximum"
+            )
+        if key is None or window is None:
+            return None
+        return {"key": key, "time_window": format_duration(window)}
+
+    # -- v3
+
+    def v3_source_and_dedup(
+        self,
+    ) -> tuple[dict[str, Any], dict[str, _Field], dict[str, Any] | None, str]:
+        sources = self.array(self.doc, "sources", "sources", required=True)
+        if sources is not None and not sources:
+            self.problem("sources", "pipeline must have at least one source")
+        src = sources[0] if sources else None
+        if src is None or not isinstance(src, dict):
+            if src is not None:
+                self.problem("sources[0]", "must be an object")
+            self.fail_if_problems()
+            return {}, {}, None, ""
+        path = "sources[0]"
+        source_id = self.text(
+            src, "source_id", f"{path}.source_id", empty="source at index 0 has empty source_id"
+        )
+        conn = self.obj(src, "connection_params", f"{path}.connection_params", required=False)
+        if conn is None and "connection_params" not in src:
+            self.problem(f"{path}.connection_params", "kafka source must declare connection_params")
+        source = self.kafka_source(conn, f"{path}.connection_params", src, path, "topic", source_id)
+        raw = self.array(src, "schema_fields", f"{path}.schema_fields", required=True)
+        schema, fields = self.schema(
+            raw,
+            [f"{path}.schema_fields[{i}]" for i in range(len(raw or []))],
+            f"{path}.schema_fields",
+        )
+        source["schema"] = schema
+        dedup = None
+        transforms = self.array(self.doc, "transforms", "transforms", required=False) or []
+        for i, tr in enumerate(transforms):
+            tpath = f"transforms[{i}]"
+            if not isinstance(tr, dict):
+                self.problem(tpath, "must be an object {type, source_id, config}")
+                continue
+            kind = str(tr.get("type", "")).strip().lower()
+            if kind != "dedup":
+                self.problem(
+                    f"{tpath}.type",
+                    f"transform at index {i} has unsupported type {tr.get('type')!r}",
+                )
+                continue
+            ref = self.text(
+                tr, "source_id", f"{tpath}.source_id", empty="source_id cannot be empty"
+            )
+            if ref is not None and source_id is not None and ref != source_id:
+                self.problem(
+                    f"{tpath}.source_id",
+                    f"transform at index {i} references unknown source_id {ref!r}",
+                )
+                continue
+            if dedup is not None:
+                self.problem(
+                    tpath, f"at most one dedup transform per source; {source_id!r} already has one"
+                )
+                continue
+            config = self.obj(tr, "config", f"{tpath}.config", required=True)
+            if config is None:
+                continue
+            key = self.text(config, "key", f"{tpath}.config.key", empty="key cannot be empty")
+            dedup = self.dedup(
+                key,
+                f"{tpath}.config.key",
+                config,
+                "time_window",
+                f"{tpath}.config",
+                fields,
+                source_id or "",
+            )
+            if dedup is None:
+                dedup = {}  # reported; keeps later duplicates detectable
+        return source, fields, dedup or None, source_id or ""
+
+    def v3_sink(self, fields: dict[str, _Field], source_id: str) -> dict[str, Any] | None:
+        sink = self.obj(self.doc, "sink", "sink", required=True)
+        if sink is None:
+            return None
+        kind = sink.get("type")
+        if kind is not None and str(kind).strip().lower() != "clickhouse":
+            self.problem("sink.type", f"unsupported sink type {kind!r}; only clickhouse")
+        conn = self.obj(sink, "connection_params", "sink.connection_params", required=True)
+        raw = self.array(sink, "mapping", "sink.mapping", required=True)
+        columns = []
+        for i, entry in enumerate(raw or []):
+            path = f"sink.mapping[{i}]"
+            if not isinstance(entry, dict):
+                self.problem(path, "must be an object {name, column_name, column_type}")
+                continue
+            columns.append(
+                _Column(
+                    field=entry.get("name"),
+                    column=entry.get("column_name"),
+                    type=entry.get("column_type"),
+                    path=path,
+                    field_key="name",
+                    column_key="column_name",
+                    type_key="column_type",
+                )
+            )
+        self.origin("sink.mapping", "sink.mapping")
+        return self.sink(
+            sink,
+            "sink",
+            conn,
+            "sink.connection_params",
+            columns,
+            fields,
+            source_id,
+            base64_password=False,
+            empty_mapping="sink.mapping",
+        )
+
+    # -- v1 and v2
+
+    def legacy_source_and_dedup(
+        self,
+    ) -> tuple[dict[str, Any], dict[str, _Field], dict[str, Any] | None, str]:
+        src = self.obj(self.doc, "source", "source", required=True)
+        if src is None:
+            self.fail_if_problems()
+        assert src is not None
+        topics = self.array(src, "topics", "source.topics", required=True)
+        if topics is not None and not topics:
+            self.problem("source.topics", "at least one topic is required")
+        topic = topics[0] if topics else None
+        if not isinstance(topic, dict):
+            if topic is not None:
+                self.problem("source.topics[0]", "must be an object")
+            self.fail_if_problems()
+            return {}, {}, None, ""
+        tpath = "source.topics[0]"
+        conn = self.obj(src, "connection_params", "source.connection_params", required=True)
+        topic_id = str(topic.get("id") or topic.get("name") or "").strip()
+        source = self.kafka_source(conn, "source.connection_params", topic, tpath, "name", None)
+        raw, paths, container = self.legacy_schema_fields(topic, tpath, topic_id)
+        schema, fields = self.schema(raw, paths, container)
+        source["schema"] = schema
+
+        dedup = None
+        holder, hpath = topic.get("deduplication"), f"{tpath}.deduplication"
+        if not isinstance(holder, dict) or not holder.get("enabled"):
+            holder, hpath = src.get("deduplication"), "source.deduplication"
+        if isinstance(holder, dict) and holder.get("enabled"):
+            key_name = "key" if not _blank(holder.get("key")) else "id_field"
+            key = self.text(
+                holder,
+                key_name,
+                f"{hpath}.{key_name}",
+                empty="deduplication key (id_field) cannot be empty",
+            )
+            dedup = self.dedup(
+                key, f"{hpath}.{key_name}", holder, "time_window", hpath, fields, topic_id
+            )
+        return source, fields, dedup, topic_id
+
+    def legacy_schema_fields(
+        self, topic: dict[str, Any], tpath: str, topic_id: str
+    ) -> tuple[list[Any] | None, list[str], str]:
+        """Schema entries: v3-style `schema_fields`, v2 top-level `schema.fields`, or v1 `topic.schema`."""
+        if isinstance(topic.get("schema_fields"), list):
+            raw = topic["schema_fields"]
+            return (
+                raw,
+                [f"{tpath}.schema_fields[{i}]" for i in range(len(raw))],
+                f"{tpath}.schema_fields",
+            )
+        top = self.doc.get("schema")
+        if isinstance(top, dict) and isinstance(top.get("fields"), list):
+            raw, paths = [], []
+            for i, entry in enumerate(top["fields"]):
+                ref = entry.get("source_id") if isinstance(entry, dict) else None
+                if not _blank(ref) and ref != topic_id:
+                    self.problem(
+                        f"schema.fields[{i}].source_id",
+                        f"{ref!r} is not a source of this pipeline (sources: {topic_id!r})",
+                    )
+                raw.append(entry)
+                paths.append(f"schema.fields[{i}]")
+            return raw, paths, "schema.fields"
+        inner = topic.get("schema")
+        if isinstance(inner, dict) and isinstance(inner.get("fields"), list):
+            kind = inner.get("type")
+            if kind not in (None, "") and str(kind).strip().lower() != "json":
+                self.problem(
+                    f"{tpath}.schema.type", f"{kind!r} schemas are not supported; only json"
+                )
+            raw = inner["fields"]
+            return (
+                raw,
+                [f"{tpath}.schema.fields[{i}]" for i in range(len(raw))],
+                f"{tpath}.schema.fields",
+            )
+        where = "schema.fields" if self.version == "v2" else f"{tpath}.schema.fields"
+        self.problem(
+            where,
+            "required field is missing: streamsift needs the message schema (field names and types)",
+        )
+        return None, [], where
+
+    def legacy_sink(self, fields: dict[str, _Field], topic_id: str) -> dict[str, Any] | None:
+        sink = self.obj(self.doc, "sink", "sink", required=True)
+        if sink is None:
+            return None
+        kind = sink.get("type")
+        if kind is not None and str(kind).strip().lower() != "clickhouse":
+            self.problem("sink.type", f"unsupported sink type {kind!r}; only clickhouse")
+        if isinstance(sink.get("connection_params"), dict):
+            conn, conn_path = sink["connection_params"], "sink.connection_params"
+        else:
+            conn, conn_path = sink, "sink"
+        columns: list[_Column] = []
+        if isinstance(sink.get("mapping"), list) and sink["mapping"]:
+            container = "sink.mapping"
+            for i, entry in enumerate(sink["mapping"]):
+                if isinstance(entry, dict):
+                    columns.append(
+                        _Column(
+                            entry.get("name"),
+                            entry.get("column_name"),
+                            entry.get("column_type"),
+                            f"sink.mapping[{i}]",
+                            "name",
+                            "column_name",
+                            "column_type",
+                        )
+                    )
+                else:
+                    self.problem(
+                        f"sink.mapping[{i}]", "must be an object {name, column_name, column_type}"
+                    )
+        elif isinstance(sink.get("table_mapping"), list) and sink["table_mapping"]:
+            container = "sink.table_mapping"
+            for i, entry in enumerate(sink["table_mapping"]):
+                if isinstance(entry, dict):
+                    columns.append(
+                        _Column(
+                            entry.get("field_name"),
+                            entry.get("column_name"),
+                            entry.get("column_type"),
+                            f"sink.table_mapping[{i}]",
+                            "field_name",
+                            "column_name",
+                            "column_type",
+                        )
+                    )
+                else:
+                    self.problem(
+                        f"sink.table_mapping[{i}]",
+                        "must be an object {field_name, column_name, column_type}",
+                    )
+        else:
+            container = "schema.fields" if self.version == "v2" else "sink.table_mapping"
+            top = self.doc.get("schema")
+            for i, entry in enumerate(top.get("fields", []) if isinstance(top, dict) else []):
+                if isinstance(entry, dict) and not _blank(entry.get("column_name")):
+                    columns.append(
+                        _Column(
+                            entry.get("name"),
+                            entry.get("column_name"),
+                            entry.get("column_type"),
+                            f"schema.fields[{i}]",
+                            "name",
+                            "column_name",
+                            "column_type",
+                        )
+                    )
+        self.origin("sink.mapping", container)
+        return self.sink(
+            sink,
+            "sink",
+            conn,
+            conn_path,
+            columns,
+            fields,
+            topic_id,
+            base64_password=True,
+            empty_mapping=container,
+        )
+
+    # -- sink pieces shared by all versions
+
+    def sink(
+        self,
+        sink: dict[str, Any],
+        path: str,
+        conn: dict[str, Any] | None,
+        conn_path: str,
+        columns: list[_Column],
+        fields: dict[str, _Field],
+        source_id: str,
+        *,
+        base64_password: bool,
+        empty_mapping: str,
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "clickhouse": self.clickhouse(conn, conn_path, base64_password) if conn else {}
+        }
+        self.origin("sink", path)
+        self.origin("sink.clickhouse", conn_path)
+        table = self.text(sink, "table", f"{path}.table", empty="clickhouse table cannot be empty")
+        if table is not None:
+            out["table"] = table
+        mapping = []
+        for i, col in enumerate(columns):
+            entry = self.column(col, fields, source_id)
+            self.origin(f"sink.mapping[{i}]", col.path)
+            self.origin(f"sink.mapping[{i}].field", f"{col.path}.{col.field_key}")
+            self.origin(f"sink.mapping[{i}].column", f"{col.path}.{col.column_key}")
+            self.origin(f"sink.mapping[{i}].type", f"{col.path}.{col.type_key}")
+            if entry is not None:
+                mapping.append(entry)
+        if not columns:
+            self.problem(
+                empty_mapping,
+                "no column mapping found: map at least one field to a ClickHouse column",
+            )
+        out["mapping"] = mapping
+        size = sink.get("max_batch_size")
+        if size is not None:
+            if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+                self.problem(
+                    f"{path}.max_batch_size", "clickhouse max_batch_size must be greater than 0"
+                )
+            else:
+                out["max_batch_size"] = size
+        delay = self.duration(sink, "max_delay_time", f"{path}.max_delay_time")
+        if delay is not None and delay < timedelta(0):
+            self.problem(f"{path}.max_delay_time", "max_delay_time cannot be negative")
+        elif delay:
+            out["max_delay_time"] = format_duration(delay)
+        return out
+
+    def clickhouse(self, conn: dict[str, Any], path: str, base64_password: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        host = self.text(conn, "host", f"{path}.host", empty="clickhouse host cannot be empty")
+        if host is not None:
+            out["host"] = host
+        secure = self.flag(conn, "secure", f"{path}.secure")
+        native = self.text(conn, "port", f"{path}.port")
+        http = self.text(conn, "http_port", f"{path}.http_port")
+        if http is not None:
+            port_path = f"{path}.http_port"
+            if native is not None and native != http:
+                self.notes.append(
+                    f"sink.clickhouse.port is ClickHouse's HTTP port ({http}, GlassFlow's http_port); "
+                    f"GlassFlow's port {native} is the native protocol port, which streamsift does not use"
+                )
+        elif native in _HTTP_PORTS:
+            http, port_path = native, f"{path}.port"
+        else:
+            http = str(CLICKHOUSE_HTTPS_PORT if secure else CLICKHOUSE_HTTP_PORT)
+            port_path = f"{path}.http_port"
+            self.notes.append(
+                f"GlassFlow's port {native!r} is ClickHouse's native protocol port; streamsift speaks "
+                f"HTTP and, with no http_port given, uses {http}. Check sink.clickhouse.port"
+            )
+        self.origin("sink.clickhouse.port", port_path)
+        if not http.isdigit() or not 1 <= int(http) <= 65535:
+            self.problem(port_path, f"{http!r} is not a port number")
+        else:
+            out["port"] = int(http)
+        out["database"] = self.text(conn, "database", f"{path}.database") or "default"
+        out["username"] = self.text(conn, "username", f"{path}.username") or "default"
+        password = conn.get("password")
+        if password is not None and not isinstance(password, str):
+            self.problem(f"{path}.password", f"must be a string, got {type(password).__name__}")
+        elif password:
+            if base64_password:
+                decoded = _decode_base64_password(password)
+                if decoded == password:
+                    self.notes.append(
+                        "the ClickHouse password is not base64 as GlassFlow v1/v2 expect: kept as written"
+                    )
+                password = decoded
+            out["password"] = password
+        if secure:
+            out["secure"] = True
+        skip = (
+            "skip_certificate_verification"
+            if "skip_certificate_verification" in conn
+            else "skip_certificate_check"
+        )
+        if self.flag(conn, skip, f"{path}.{skip}"):
+            out["skip_certificate_verification"] = True
+        self.origin("sink.clickhouse.skip_certificate_verification", f"{path}.{skip}")
+        return out
+
+    def column(
+        self, col: _Column, fields: dict[str, _Field], source_id: str
+    ) -> dict[str, str] | None:
+        """One mapping entry, checked against the schema and our type compatibility rules."""
+        fpath, cpath, tpath = (
+            f"{col.path}.{k}" for k in (col.field_key, col.column_key, col.type_key)
+        )
+        ok = True
+        field = None
+        if _blank(col.field) or not isinstance(col.field, str):
+            self.problem(fpath, "field name cannot be empty")
+            ok = False
+        else:
+            field = fields.get(col.field.strip())
+            if field is None and fields:
+                where = f" for source_id {source_id!r}" if source_id else ""
+                self.problem(fpath, f"mapping field {col.field!r} not found in schema{where}")
+                ok = False
+        if _blank(col.column) or not isinstance(col.column, str):
+            self.problem(cpath, "column name cannot be empty")
+            ok = False
+        ch = self.column_type(col.type, tpath)
+        if ch is None:
+            return None
+        if field is not None and field.type is not None:
+            problem = check_compatible(field.type, ch)
+            if problem:
+                self.problem(tpath, problem)
+                ok = False
+        if not ok:
+            return None
+        assert isinstance(col.field, str) and isinstance(col.column, str)
+        return {"field": col.field.strip(), "column": col.column.strip(), "type": str(ch)}
+
+    def column_type(self, value: object, path: str) -> CHType | None:
+        """A ClickHouse type; the lowercase names of early GlassFlow files are repaired, with a note."""
+        if not isinstance(value, str) or not value.strip():
+            self.problem(path, "column type cannot be empty")
+            return None
+        try:
+            return parse_clickhouse_type(value)
+        except ValueError as exc:
+            repaired = _CH_WORD.sub(lambda m: _CH_NAMES.get(m.group(0).lower(), m.group(0)), value)
+            if repaired != value:
+                try:
+                    result = parse_clickhouse_type(repaired)
+                except ValueError:
+                    pass
+                else:
+                    self.notes.append(f"{path}: ClickHouse type {value!r} read as {str(result)!r}")
+                    return result
+            self.problem(path, f"unsupported ClickHouse column type {value!r}: {exc}")
+            return None

@@ -1,0 +1,931 @@
+"""A ClickHouse HTTP endpoint backed by chdb, for tests, the demo and the embedded sidecar.
+
+No ClickHouse server package is reachable here, but chdb (the ClickHouse engine in-process)
+is. chdb allows one process per data directory, so this module gives that directory one owner
+that speaks the part of ClickHouse's HTTP interface clickhouse-connect uses: queries in any
+format (Native by default, Arrow for ``query_arrow``), commands, ``INSERT ... FORMAT`` bodies
+(Native, Arrow, ...; lz4/zstd/gzip/deflate ``Content-Encoding``), settings as URL parameters
+(``insert_deduplication_token`` included), ``param_*`` query parameters, ``/ping`` and
+ClickHouse-style errors (``X-ClickHouse-Exception-Code``).
+
+Run it in-process (``ClickHouseHTTPServer(...).start()``) or as its own process
+(``python -m streamsift.testing.clickhouse_http --data-dir D --port P``, see ``spawn_server``),
+which tests can SIGKILL and restart on the same directory and port.
+
+Not supported: multipart/form-data requests (external data, ``form_encode_query_params``),
+ClickHouse's own block compression (``compress=1``/``decompress=1`` URL parameters),
+``client_protocol_version`` (so the client keeps protocol 0), real sessions (every request runs
+in the one chdb session; settings given as URL parameters are applied for that request only, but
+a ``SET`` or ``USE`` sent as a statement affects later requests), ``readonly`` and the HTTP-only
+settings (ignored), users and passwords (any credentials are accepted), response compression
+and streamed results (results are built in memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import re
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+import zlib
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+logger = logging.getLogger(__name__)
+
+_CHUNK = 8 * 1024 * 1024  # slice size for feeding uncompressed insert bodies to chdb
+
+# URL parameters that are part of the HTTP protocol, not settings.
+_TRANSPORT_PARAMS = frozenset(
+    {
+        "query",
+        "database",
+        "default_format",
+        "user",
+        "password",
+        "quota_key",
+        "query_id",
+        "stacktrace",
+        "role",
+        "buffer_size",
+        "wait_end_of_query",
+        "session_id",
+        "session_timeout",
+        "session_check",
+        "close_session",
+        "compress",
+        "decompress",
+        "client_protocol_version",
+    }
+)
+# Real settings that only steer the HTTP layer (or cannot be undone per request): ignored.
+_IGNORED_SETTINGS = frozenset(
+    {
+        "enable_http_compression",
+        "send_progress_in_http_headers",
+        "http_headers_progress_interval_ms",
+        "cancel_http_readonly_queries_on_client_close",
+        "add_http_cors_header",
+        "readonly",
+    }
+)
+_SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_ERROR = re.compile(r"Code: (\d+)\. ")
+_ERROR_NAME = re.compile(r"\(([A-Z][A-Z0-9_]+)\)")
+
+# Statements that produce a result set (and so an X-ClickHouse-Format header).
+_OUTPUT_KINDS = frozenset(
+    {"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXISTS", "EXPLAIN", "CHECK", "("}
+)
+
+# ClickHouse's HTTPHandler maps some exception codes to HTTP statuses; the rest are 500.
+_HTTP_STATUS_BY_NAME: dict[str, int] = {
+    **dict.fromkeys(
+        [
+            "BAD_ARGUMENTS",
+            "CANNOT_COMPILE_REGEXP",
+            "CANNOT_PARSE_TEXT",
+            "CANNOT_PARSE_ESCAPE_SEQUENCE",
+            "CANNOT_PARSE_QUOTED_STRING",
+            "CANNOT_PARSE_DATE",
+            "CANNOT_PARSE_DATETIME",
+            "CANNOT_PARSE_NUMBER",
+            "CANNOT_PARSE_DOMAIN_VALUE_FROM_STRING",
+            "CANNOT_PARSE_IPV4",
+            "CANNOT_PARSE_IPV6",
+            "CANNOT_PARSE_INPUT_ASSERTION_FAILED",
+            "CANNOT_PARSE_UUID",
+            "DUPLICATE_COLUMN",
+            "ILLEGAL_COLUMN",
+            "UNKNOWN_ELEMENT_IN_AST",
+            "UNKNOWN_TYPE_OF_AST_NODE",
+            "THERE_IS_NO_COLUMN",
+            "TOO_DEEP_AST",
+            "TOO_BIG_AST",
+            "UNEXPECTED_AST_STRUCTURE",
+            "SYNTAX_ERROR",
+            "INCORRECT_DATA",
+            "TYPE_MISMATCH",
+            "VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE",
+        ],
+        400,
+    ),
+    **dict.fromkeys(
+        [
+            "UNKNOWN_TABLE",
+            "UNKNOWN_FUNCTION",
+            "UNKNOWN_IDENTIFIER",
+            "UNKNOWN_TYPE",
+            "UNKNOWN_STORAGE",
+            "UNKNOWN_DATABASE",
+            "UNKNOWN_SETTING",
+            "UNKNOWN_DIRECTION_OF_SORTING",
+            "UNKNOWN_AGGREGATE_FUNCTION",
+            "UNKNOWN_FORMAT",
+            "UNKNOWN_DATABASE_ENGINE",
+            "UNKNOWN_TYPE_OF_QUERY",
+        ],
+        404,
+    ),
+    "QUERY_IS_TOO_LARGE": 413,
+    "NOT_IMPLEMENTED": 501,
+    "SOCKET_TIMEOUT": 503,
+    "CANNOT_OPEN_FILE": 503,
+    "CANNOT_SCHEDULE_TASK": 503,
+    "TIMEOUT_EXCEEDED": 408,
+}
+_FAULT_NAMES = {
+    1002: "UNKNOWN_EXCEPTION",
+    202: "TOO_MANY_SIMULTANEOUS_QUERIES",
+    209: "SOCKET_TIMEOUT",
+    210: "NETWORK_ERROR",
+    252: "TOO_MANY_PARTS",
+}
+
+
+class ClickHouseError(Exception):
+    """An error to report in ClickHouse's format: ``Code: N. DB::Exception: ... (NAME)``."""
+
+    def __init__(self, code: int, name: str, message: str, *, text: str | None = None) -> None:
+        super().__init__(text or f"Code: {code}. DB::Exception: {message}. ({name})")
+        self.code = code
+        self.name = name
+
+    @classmethod
+    def from_chdb(cls, exc: BaseException) -> ClickHouseError:
+        """Wrap a chdb error, keeping its own ``Code: N. DB::Exception: ... (NAME)`` text."""
+        text = str(exc)
+        match = _ERROR.search(text)
+        if match is None:
+            return cls(1001, "STD_EXCEPTION", text.rstrip(". "))
+        names = _ERROR_NAME.findall(text)
+        name = names[-1] if names else ""
+        return cls(int(match.group(1)), name, "", text=text[match.start() :].strip())
+
+    @property
+    def http_status(self) -> int:
+        return _HTTP_STATUS_BY_NAME.get(self.name, 500)
+
+
+@dataclass
+class Faults:
+    """Fault injection for chaos tests; applies to query and insert requests, not /ping.
+
+    ``fail_remaining`` requests answer ``status`` with a ClickHouse error of ``code`` (status 0:
+    drop the connection without an answer). With ``after_execute`` the statement runs first, so
+    an insert commits and the client still sees a failure. ``delay_ms`` delays every request.
+    """
+
+    fail_remaining: int = 0
+    status: int = 503
+    code: int = 1002
+    after_execute: bool = False
+    delay_ms: int = 0
+
+
+@dataclass
+class _Reply:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    drop: bool = False  # close the connection without answering
+
+
+@dataclass
+class _Statement:
+    """What the head of a request says: the statement kind, and for INSERT ... FORMAT where data starts."""
+
+    kind: str
+    sql: str = ""
+    fmt: str | None = None
+    data_offset: int | None = None  # set for INSERT with inline data (FORMAT x / VALUES)
+
+
+class _NeedMore(Exception):
+    """The buffer ends inside a token: read more of the body."""
+
+
+# --------------------------------------------------------------------------- request parsing
+
+
+def _top_level_words(buf: bytes, complete: bool) -> Iterator[tuple[str, int, int]]:
+    """Yield (UPPER_WORD, start, end) for words outside brackets, quotes and comments.
+
+    A leading "(" is reported as the word "(" so a parenthesised SELECT is recognised.
+    Raises _NeedMore when the buffer is cut inside a token and more data may follow.
+    """
+    i, n, depth, first = 0, len(buf), 0, True
+    while i < n:
+        c = buf[i]
+        if c in b" \t\r\n\f\v":
+            i += 1
+        elif buf.startswith(b"--", i) or c == 0x23:  # -- and # comments
+            j = buf.find(b"\n", i)
+            if j < 0:
+                if complete:
+                    return
+                raise _NeedMore
+            i = j + 1
+        elif buf.startswith(b"/*", i):
+            j = buf.find(b"*/", i + 2)
+            if j < 0:
+                if complete:
+                    return
+                raise _NeedMore
+            i = j + 2
+        elif c in b"'\"`":
+            j = i + 1
+            while True:
+                if j >= n or (buf[j] == c and j + 1 >= n and not complete):
+                    if complete:
+                        return
+                    raise _NeedMore
+                if buf[j] == 0x5C:  # backslash escape
+                    j += 2
+                elif buf[j] == c:
+                    if j + 1 < n and buf[j + 1] == c:  # doubled quote
+                        j += 2
+                    else:
+                        j += 1
+                        break
+                else:
+                    j += 1
+            i = j
+            first = False
+        elif c in b"([{":
+            if first:
+                yield "(", i, i + 1
+            depth += 1
+            i += 1
+            first = False
+        elif c in b")]}":
+            depth = max(0, depth - 1)
+            i += 1
+        else:
+            match = _WORD.match(buf, i)
+            if match is None:
+                i += 1
+                first = False
+                continue
+            j = match.end()
+            if j >= n and not complete:
+                raise _NeedMore
+            if depth == 0:
+                yield buf[i:j].decode("ascii").upper(), i, j
+            i = j
+            first = False
+
+
+def _parse_statement(buf: bytes, complete: bool) -> _Statement | None:
+    """Classify the request text in buf; None means: read more of the body first."""
+    try:
+        words = _top_level_words(buf, complete)
+        first = next(words, None)
+        if first is None:
+            return _Statement(kind="") if complete else None
+        kind = first[0]
+        if kind == "INSERT":
+            for word, start, end in words:
+                if word == "FORMAT":
+                    name = next(words, None)
+                    if name is None:
+                        break  # let chdb report the syntax error
+                    pos = name[2]
+                    while pos < len(buf) and buf[pos] in b" \t\f":
+                        pos += 1
+                    if pos < len(buf) and buf[pos] == 0x0D:
+                        pos += 1
+                    if pos < len(buf) and buf[pos] == 0x0A:
+                        pos += 1
+                    if pos >= len(buf) and not complete:
+                        return None
+                    sql = buf[:start].decode()
+                    return _Statement(
+                        kind, sql=sql, fmt=buf[name[1] : name[2]].decode(), data_offset=pos
+                    )
+                if word == "VALUES":
+                    return _Statement(kind, sql=buf[:start].decode(), fmt="Values", data_offset=end)
+                if word in ("SELECT", "WITH"):
+                    break
+        if not complete:
+            return None
+        fmt = None
+        previous = kind
+        for word, start, end in words:
+            if previous == "FORMAT":
+                fmt = buf[start:end].decode()
+            previous = word
+        return _Statement(kind, sql=buf.decode(), fmt=fmt)
+    except _NeedMore:
+        return None
+
+
+def _decompressed(encoding: str, body: bytes) -> Iterator[bytes]:
+    """Yield the request body decoded per Content-Encoding, one frame or slice at a time."""
+    enc = encoding.strip().lower()
+    if enc in ("", "identity"):
+        view = memoryview(body)
+        for start in range(0, len(view), _CHUNK):
+            yield bytes(view[start : start + _CHUNK])
+        return
+    data = body
+    try:
+        if enc == "lz4":  # clickhouse-connect sends one LZ4 frame per block
+            import lz4.frame
+
+            while data:
+                lz4_dec = lz4.frame.LZ4FrameDecompressor()
+                yield lz4_dec.decompress(data)
+                if not lz4_dec.eof:
+                    raise ClickHouseError(
+                        271, "CANNOT_DECOMPRESS", "Truncated lz4 frame in request body"
+                    )
+                data = lz4_dec.unused_data
+        elif enc == "zstd":
+            if sys.version_info >= (3, 14):
+                from compression import zstd
+            else:
+                from backports import zstd
+            while data:
+                zstd_dec = zstd.ZstdDecompressor()
+                yield zstd_dec.decompress(data)
+                if not zstd_dec.eof:
+                    raise ClickHouseError(
+                        271, "CANNOT_DECOMPRESS", "Truncated zstd frame in request body"
+                    )
+                data = zstd_dec.unused_data
+        elif enc in ("gzip", "x-gzip", "deflate"):
+            while data:
+                zlib_dec = zlib.decompressobj(wbits=31 if "gzip" in enc else 15)
+                yield zlib_dec.decompress(data)
+                if not zlib_dec.eof:
+                    raise ClickHouseError(
+                        271, "CANNOT_DECOMPRESS", f"Truncated {enc} stream in request body"
+                    )
+                data = zlib_dec.unused_data
+        elif enc == "br":
+            import brotli  # type: ignore[import-not-found]
+
+            yield brotli.decompress(data)
+        else:
+            raise ClickHouseError(48, "NOT_IMPLEMENTED", f"Unknown Content-Encoding: {encoding}")
+    except ImportError as exc:
+        raise ClickHouseError(
+            48, "NOT_IMPLEMENTED", f"Content-Encoding {enc} needs {exc.name}"
+        ) from exc
+    except (RuntimeError, ValueError, zlib.error) as exc:  # lz4, zstd and zlib decode errors
+        raise ClickHouseError(
+            271, "CANNOT_DECOMPRESS", f"Cannot decompress request body: {exc}"
+        ) from exc
+
+
+def _read_statement(chunks: Iterator[bytes]) -> tuple[_Statement, bytes, Iterator[bytes]]:
+    """Read just enough of the body to know the statement; return it, the head read and the rest."""
+    head = bytearray()
+    for chunk in chunks:
+        head += chunk
+        stmt = _parse_statement(bytes(head), complete=False)
+        if stmt is not None:
+            return stmt, bytes(head), chunks
+    data = bytes(head)
+    stmt = _parse_statement(data, complete=True)
+    assert stmt is not None
+    return stmt, data, iter(())
+
+
+def _split_params(params: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split URL parameters into ClickHouse settings and query parameters (param_*)."""
+    settings: dict[str, str] = {}
+    query_params: dict[str, str] = {}
+    for key, value in params.items():
+        if key.startswith("param_"):
+            query_params[key[len("param_") :]] = value
+        elif key in _TRANSPORT_PARAMS or key in _IGNORED_SETTINGS or key.startswith("http_"):
+            continue
+        elif not _SETTING_NAME.match(key):
+            raise ClickHouseError(115, "UNKNOWN_SETTING", f"Unknown setting '{key}'")
+        else:
+            settings[key] = value
+    return settings, query_params
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _quote_ident(name: str) -> str:
+    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+
+
+def _content_type(fmt: str) -> str:
+    lower = fmt.lower()
+    if lower.startswith("tabseparated") or lower.startswith("tsv"):
+        return "text/tab-separated-values; charset=UTF-8"
+    if lower.startswith("json"):
+        return "application/json; charset=UTF-8"
+    if lower.startswith("csv"):
+        return "text/csv; charset=UTF-8"
+    return "application/octet-stream"
+
+
+# --------------------------------------------------------------------------- server
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """Threaded HTTP server that remembers open connections so stop() can close them."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], app: ClickHouseHTTPServer) -> None:
+        self.app = app
+        self.open_sockets: set[socket.socket] = set()
+        self.sockets_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.sockets_lock:
+            self.open_sockets.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.sockets_lock:
+            self.open_sockets.discard(request)
+        super().shutdown_request(request)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One HTTP connection: reads each request fully, hands it to the app, writes the reply."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "ClickHouse-chdb"
+    disable_nagle_algorithm = True
+    timeout = 600
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        logger.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        self._serve()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._serve()
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._serve()
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            parts: list[bytes] = []
+            while True:
+                size_line = self.rfile.readline(65537)
+                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline(65537)  # CRLF after each chunk
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _serve(self) -> None:
+        url = urlsplit(self.path)
+        params = dict(parse_qsl(url.query, keep_blank_values=True))
+        try:
+            body = self._read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            return
+        app = self.server.app
+        path = url.path.rstrip("/")
+        if path == "/ping" or (path == "" and self.command != "POST" and "query" not in params):
+            reply = _Reply(200, b"Ok.\n", {"Content-Type": "text/html; charset=UTF-8"})
+        elif path == "/_faults" and app.fault_endpoint:
+            reply = app._control_faults(params)
+        elif path == "":
+            reply = app._handle(params, self.headers.get("Content-Encoding", ""), body)
+        else:
+            err = ClickHouseError(
+                1002, "UNKNOWN_EXCEPTION", f"There is no handle {url.path}. Use / or /ping"
+            )
+            reply = _Reply(404, (str(err) + "\n").encode(), {"X-ClickHouse-Exception-Code": "1002"})
+        if reply.drop:
+            self.close_connection = True
+            return
+        self.send_response(reply.status)
+        headers = {"Content-Type": "text/plain; charset=UTF-8", **reply.headers}
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(reply.body)))
+        self.end_headers()
+        if self.command != "HEAD" and reply.body:
+            self.wfile.write(reply.body)
+
+
+class ClickHouseHTTPServer:
+    """A ClickHouse HTTP endpoint over one chdb data directory, served from a background thread.
+
+    chdb's session is not safe for interleaved statements (and we change its settings per
+    request), so statements run one at a time under a lock; request bodies are read before it.
+    chdb opens one data directory per process at a time: in-process, run one server at a time
+    and nothing else that opens chdb; for more, use ``spawn_server``.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        fault_endpoint: bool = False,
+    ) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.host = host
+        self._port = port
+        self.fault_endpoint = fault_endpoint  # serve /_faults (for tests driving a subprocess)
+        self.faults = Faults()
+        self._faults_lock = threading.Lock()
+        self._lock = threading.Lock()  # serialises everything that touches the chdb session
+        self._session: Any = None
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.version = ""
+        self.timezone = "UTC"
+
+    # -- public API
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1] if self._httpd else self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def delay_ms(self) -> int:
+        return self.faults.delay_ms
+
+    @delay_ms.setter
+    def delay_ms(self, value: int) -> None:
+        self.faults.delay_ms = int(value)
+
+    def fail_next(
+        self, n: int = 1, status: int = 503, *, code: int = 1002, after_execute: bool = False
+    ) -> None:
+        """Make the next n query/insert requests fail (see Faults); status 0 drops the connection."""
+        with self._faults_lock:
+            self.faults.fail_remaining = n
+            self.faults.status = status
+            self.faults.code = code
+            self.faults.after_execute = after_execute
+
+    def start(self) -> ClickHouseHTTPServer:
+        """Open the chdb data directory and serve HTTP in a background thread."""
+        if self._httpd is not None:
+            return self
+        from chdb import session as chdb_session
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._session = chdb_session.Session(str(self.data_dir))
+        try:
+            row = self._session.query("SELECT version(), timezone()", "TabSeparated").bytes()
+            self.version, self.timezone = row.decode().rstrip("\n").split("\t")
+            self._httpd = _HTTPServer((self.host, self._port), self)
+        except BaseException:
+            self._session.close()
+            self._session = None
+            raise
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"clickhouse-http-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        logger.info("ClickHouse HTTP endpoint on %s over %s", self.url, self.data_dir)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, close open connections and the chdb session (idempotent)."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            self._port = httpd.server_address[1]
+            httpd.shutdown()
+            httpd.server_close()
+            with httpd.sockets_lock:
+                open_sockets = list(httpd.open_sockets)
+            for sock in open_sockets:
+                with contextlib.suppress(OSError):  # already closed by the peer
+                    sock.shutdown(socket.SHUT_RDWR)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
+
+    def __enter__(self) -> ClickHouseHTTPServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- request handling
+
+    def _control_faults(self, params: dict[str, str]) -> _Reply:
+        """GET/POST /_faults?fail_next=N&status=S&code=C&after_execute=1&delay_ms=X (for subprocesses)."""
+        try:
+            if "fail_next" in params:
+                self.fail_next(
+                    int(params["fail_next"]),
+                    int(params.get("status", 503)),
+                    code=int(params.get("code", 1002)),
+                    after_execute=params.get("after_execute", "0") in ("1", "true"),
+                )
+            if "delay_ms" in params:
+                self.delay_ms = int(params["delay_ms"])
+        except ValueError as exc:
+            return _Reply(400, f"bad fault parameter: {exc}\n".encode())
+        return _Reply(
+            200, json.dumps(asdict(self.faults)).encode(), {"Content-Type": "application/json"}
+        )
+
+    def _take_fault(self) -> tuple[int, int, bool] | None:
+        with self._faults_lock:
+            if self.faults.fail_remaining <= 0:
+                return None
+            self.faults.fail_remaining -= 1
+            return self.faults.status, self.faults.code, self.faults.after_execute
+
+    def _handle(self, params: dict[str, str], encoding: str, body: bytes) -> _Reply:
+        """Run one query or insert request and build its reply (errors in ClickHouse's format)."""
+        query_id = params.get("query_id") or str(uuid.uuid4())
+        headers = {
+            "X-ClickHouse-Query-Id": query_id,
+            "X-ClickHouse-Timezone": self.timezone,
+            "X-ClickHouse-Server-Display-Name": "chdb",
+        }
+        if self.faults.delay_ms > 0:
+            time.sleep(self.faults.delay_ms / 1000)
+        fault = self._take_fault()
+        try:
+            if fault is not None and not fault[2]:
+                raise self._fault_error(fault)
+            reply = self._execute(params, encoding, body, headers)
+            if fault is not None:
+                raise self._fault_error(fault)
+            return reply
+        except ClickHouseError as err:
+            error = err
+        except Exception:  # a bug here must still give the client a ClickHouse-style answer
+            logger.exception("internal error while handling a request")
+            error = ClickHouseError(
+                1001, "STD_EXCEPTION", "Internal error in the chdb HTTP endpoint"
+            )
+        if fault is not None and fault[0] == 0:
+            return _Reply(0, drop=True)
+        headers["X-ClickHouse-Exception-Code"] = str(error.code)
+        status = fault[0] if fault is not None else error.http_status
+        return _Reply(status, (str(error) + "\n").encode(), headers)
+
+    @staticmethod
+    def _fault_error(fault: tuple[int, int, bool]) -> ClickHouseError:
+        status, code, _ = fault
+        return ClickHouseError(
+            code, _FAULT_NAMES.get(code, "INJECTED_FAULT"), f"Injected fault (HTTP {status})"
+        )
+
+    def _execute(
+        self, params: dict[str, str], encoding: str, body: bytes, headers: dict[str, str]
+    ) -> _Reply:
+        if any(params.get(key, "0") not in ("0", "false") for key in ("compress", "decompress")):
+            raise ClickHouseError(
+                48,
+                "NOT_IMPLEMENTED",
+                "ClickHouse block compression (compress/decompress) is not supported",
+            )
+        settings, query_params = _split_params(params)
+        query = params.get("query", "")
+        chunks = _decompressed(encoding, body)
+        if query:
+            chunks = _prepend(query.encode() + b"\n", chunks)
+        try:
+            stmt, head, rest = _read_statement(chunks)
+        except UnicodeDecodeError as exc:  # chdb takes SQL as str
+            raise ClickHouseError(36, "BAD_ARGUMENTS", f"Query is not valid UTF-8: {exc}") from exc
+        if not stmt.kind:
+            raise ClickHouseError(62, "SYNTAX_ERROR", "Empty query")
+        database = params.get("database") or "default"
+        with self._lock:
+            session = self._session
+            if session is None:
+                raise ClickHouseError(210, "NETWORK_ERROR", "Server is shutting down")
+            try:
+                session.query(f"USE {_quote_ident(database)}")
+                if settings:
+                    session.query(
+                        "SET " + ", ".join(f"{k} = {_quote(v)}" for k, v in settings.items())
+                    )
+            except RuntimeError as exc:
+                raise ClickHouseError.from_chdb(exc) from exc
+            try:
+                if stmt.data_offset is not None:
+                    return self._insert(session, stmt, head, rest, headers)
+                return self._query(session, stmt, params, query_params, headers)
+            except RuntimeError as exc:
+                raise ClickHouseError.from_chdb(exc) from exc
+            finally:
+                if settings:
+                    try:
+                        session.query("SET " + ", ".join(f"{k} = DEFAULT" for k in settings))
+                    except RuntimeError:
+                        logger.warning(
+                            "could not reset settings %s", sorted(settings), exc_info=True
+                        )
+
+    @staticmethod
+    def _insert(
+        session: Any, stmt: _Statement, head: bytes, rest: Iterator[bytes], headers: dict[str, str]
+    ) -> _Reply:
+        """INSERT ... FORMAT x with the data in the body: stream it into chdb's send_insert."""
+        assert stmt.fmt is not None and stmt.data_offset is not None
+        started = time.perf_counter()
+        inserter = session.send_insert(stmt.sql, stmt.fmt)
+        try:
+            first = head[stmt.data_offset :]
+            if first:
+                inserter.append(first)
+            for chunk in rest:
+                if chunk:
+                    inserter.append(chunk)
+        except BaseException:
+            with contextlib.suppress(RuntimeError):
+                inserter.cancel()
+            raise
+        result = inserter.finish()
+        summary = {
+            "read_rows": "0",
+            "read_bytes": "0",
+            "written_rows": str(result.rows_written),
+            "written_bytes": str(result.bytes_written),
+            "total_rows_to_read": "0",
+            "result_rows": str(result.rows_written),
+            "result_bytes": str(result.bytes_written),
+            "elapsed_ns": str(int((time.perf_counter() - started) * 1e9)),
+        }
+        headers["X-ClickHouse-Summary"] = json.dumps(summary)
+        return _Reply(200, b"", headers)
+
+    @staticmethod
+    def _query(
+        session: Any,
+        stmt: _Statement,
+        params: dict[str, str],
+        query_params: dict[str, str],
+        headers: dict[str, str],
+    ) -> _Reply:
+        """Any other statement: run it; its result (if any) in its FORMAT, else default_format."""
+        fmt = stmt.fmt or params.get("default_format") or "TabSeparated"
+        if fmt.lower() in ("dataframe", "datastore", "arrowtable"):  # chdb's Python-only formats
+            raise ClickHouseError(73, "UNKNOWN_FORMAT", f"Unknown format {fmt}")
+        result = session.query(stmt.sql, fmt, params=query_params or None)
+        data = result.bytes() if result is not None else b""
+        if data or stmt.kind in _OUTPUT_KINDS:
+            headers["X-ClickHouse-Format"] = fmt
+            headers["Content-Type"] = _content_type(fmt)
+        if result is not None:
+            headers["X-ClickHouse-Summary"] = json.dumps(
+                {
+                    "read_rows": str(result.rows_read()),
+                    "read_bytes": str(result.bytes_read()),
+                    "written_rows": str(result.rows_written()),
+                    "written_bytes": str(result.bytes_written()),
+                    "total_rows_to_read": str(result.rows_read()),
+                    "result_bytes": str(len(data)),
+                    "elapsed_ns": str(int(result.elapsed() * 1e9)),
+                }
+            )
+        return _Reply(200, data, headers)
+
+
+def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def spawn_server(
+    data_dir: str | Path,
+    port: int = 0,
+    *,
+    fault_endpoint: bool = False,
+    timeout: float = 60.0,
+    python: str | None = None,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the endpoint as a separate process; return it and its port once it listens.
+
+    The child is its own session leader (so a test can SIGKILL it alone); stderr is inherited.
+    """
+    command = [python or sys.executable, "-m", "streamsift.testing.clickhouse_http"]
+    command += ["--data-dir", str(data_dir), "--port", str(port)]
+    if fault_endpoint:
+        command.append("--fault-endpoint")
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    line = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while not line.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sel.select(remaining):
+                proc.kill()
+                proc.wait()
+                raise TimeoutError(f"ClickHouse HTTP endpoint did not start within {timeout} s")
+            data = os.read(proc.stdout.fileno(), 4096)  # unbuffered: select() sees what is left
+            if not data:
+                code = proc.wait()
+                raise RuntimeError(f"ClickHouse HTTP endpoint exited with code {code} on start")
+            line += data
+    match = re.search(rb"listening on \S+:(\d+)", line)
+    if match is None:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"unexpected first line from ClickHouse HTTP endpoint: {line!r}")
+    return proc, int(match.group(1))
+
+
+def set_remote_faults(url: str, **faults: int | bool) -> dict[str, Any]:
+    """Set faults on a running endpoint (e.g. a spawned one): fail_next, status, code, after_execute, delay_ms."""
+    query = urlencode({k: int(v) for k, v in faults.items()})
+    with urllib.request.urlopen(f"{url.rstrip('/')}/_faults?{query}", data=b"", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the endpoint in the foreground until SIGTERM/SIGINT; print 'listening on HOST:PORT'."""
+    parser = argparse.ArgumentParser(
+        prog="python -m streamsift.testing.clickhouse_http",
+        description="A ClickHouse HTTP endpoint backed by chdb (one process per data directory).",
+    )
+    parser.add_argument(
+        "--data-dir", required=True, help="chdb data directory (created if missing)"
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument(
+        "--fault-endpoint", action="store_true", help="serve /_faults for fault injection"
+    )
+    parser.add_argument("--log-level", default="WARNING")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = ClickHouseHTTPServer(
+        args.data_dir, host=args.host, port=args.port, fault_endpoint=args.fault_endpoint
+    ).start()
+    print(f"listening on {server.host}:{server.port}", flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
