@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check a pipeline file and print 'ok' or its errors")
     p.add_argument("file", type=Path)
+    p.set_defaults(func=cmd_validate, logs=False)
 
     p = sub.add_parser("run", help="run a pipeline until Ctrl-C/SIGTERM (or until caught up)")
     p.add_argument("file", type=Path)
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where checkpoints live (default .streamsift)",
     )
     p.add_argument("--verbose", action="store_true", help="show Spark's own log")
+    p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
         "demo", help="run a dedup pipeline on the bundled broker and embedded ClickHouse"
@@ -60,26 +62,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--verbose", action="store_true")
+    p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("import", help="convert another tool's pipeline file to streamsift's format")
     p.add_argument("format", choices=["glassflow"])
     p.add_argument("file", type=Path)
     p.add_argument("-o", "--output", type=Path, help="write the YAML here instead of stdout")
+    p.set_defaults(func=cmd_import, logs=False)
+
+    # Further commands live in their own modules, each with register(subparsers) that adds a
+    # parser and sets `func` (and `logs=False` for commands that need no log setup).
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "validate":
-            return cmd_validate(args)
-        if args.command == "import":
-            return cmd_import(args)
-        setup_logging(getattr(args, "verbose", False))
-        if args.command == "run":
-            return cmd_run(args)
-        if args.command == "demo":
-            return cmd_demo(args)
+        if getattr(args, "logs", True):
+            setup_logging(getattr(args, "verbose", False))
+        return int(args.func(args))
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"{exc.source + ': ' if exc.source else ''}{problem}", file=sys.stderr)
@@ -92,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc), "the checkpoint is intact: fix the cause and run again to resume")
     except KeyboardInterrupt:
         return 130
-    return 2
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
