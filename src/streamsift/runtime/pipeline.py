@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -29,17 +28,15 @@ import pyarrow.compute as pc
 
 from streamsift.config.models import Pipeline
 from streamsift.runtime.errors import PipelineFailed
-from streamsift.runtime.processor import SourceProcessor
 from streamsift.runtime.progress import RunStats
+from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.session import spark_session
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import describe
 from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA, DLQ_COLUMNS
-from streamsift.sources.kafka import KafkaReadSpec, KafkaStreamReader, make_data_source
 
 log = logging.getLogger("streamsift.runtime")
 
-DEFAULT_MAX_ROWS_PER_BATCH = 200_000
 FAULT_ENV = "STREAMSIFT_FAULT"  # e.g. "exit_after_insert:2" (tests only)
 
 
@@ -92,32 +89,11 @@ class PipelineRunner:
 
     def _build_query(self, until_caught_up: bool) -> Any:
         spark = spark_session(f"streamsift-{self.pipeline.name}", verbose=self.verbose)
-        src = self.pipeline.source
-        processor = SourceProcessor.build(
-            src.schema_, self.pipeline.dedup, self.checkpoint / "dedup"
-        )
-        spec = KafkaReadSpec(
-            bootstrap_servers=src.bootstrap_servers,
-            topic=src.topic,
-            consumer_group=self.pipeline.consumer_group,
-            start_from=src.start_from.value,
-            properties={**src.security.librdkafka(), **src.properties},
-            max_rows_per_batch=self.pipeline.runtime.max_rows_per_batch
-            or DEFAULT_MAX_ROWS_PER_BATCH,
-        )
-        name = "streamsift_" + re.sub(r"[^A-Za-z0-9_]", "_", self.pipeline.name)
-        if not (self.checkpoint / "spark" / "offsets").exists():
-            # Spark reports no start offsets for a new query's first batch: count from here.
-            probe = KafkaStreamReader(spec, processor)
-            try:
-                self.stats.initial_offsets = probe.initialOffset()
-            finally:
-                probe.stop()
-        spark.dataSource.register(make_data_source(name, spec, processor))
+        new_query = not (self.checkpoint / "spark" / "offsets").exists()
+        plan = build_stream(spark, self.pipeline, self.checkpoint, new_query)
+        self.stats.initial_offsets = plan.initial_offsets
         writer = (
-            spark.readStream.format(name)
-            .load()
-            .writeStream.queryName(name)
+            plan.frame.writeStream.queryName(source_name(self.pipeline, self.pipeline.source))
             .foreachBatch(self._write_batch)
             .option("checkpointLocation", str(self.checkpoint / "spark"))
         )
@@ -194,11 +170,7 @@ class PipelineRunner:
         rows = data.filter(pc.invert(bad_mask))
         bad = data.filter(bad_mask)
         sink = self.pipeline.sink
-        columns = {f.name: f.column for f in self.pipeline.source.schema_.fields}
-        out = pa.Table.from_arrays(
-            [rows.column(columns[m.field]) for m in sink.mapping],
-            names=[m.column for m in sink.mapping],
-        )
+        out = rows.select([m.column for m in sink.mapping])
         size = sink.max_batch_size
         for i, start in enumerate(range(0, out.num_rows, size)):
             self.writer.insert(sink.table, out.slice(start, size), f"{qid}:{batch_id}:rows:{i}")
