@@ -3,6 +3,7 @@ per test session (chdb allows one data directory per process; Spark one session)
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
 from streamsift.testing.broker import Broker
+from streamsift.testing.generator import EVENT_FIELDS, EVENT_MAPPING
 
 
 @pytest.fixture(scope="session")
@@ -30,30 +32,9 @@ def chdb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def unique_name(request: pytest.FixtureRequest) -> str:
     """A name for this test's topic and table, unique within the session."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:60]
-    return f"t_{name}"
-
-
-EVENT_FIELDS = [
-    {"name": "event_id", "type": "string"},
-    {"name": "type", "type": "string"},
-    {"name": "user.id", "type": "string"},
-    {"name": "user.name", "type": "string"},
-    {"name": "tags", "type": "array"},
-    {"name": "amount", "type": "float"},
-    {"name": "attempt", "type": "int"},
-    {"name": "created_at", "type": "timestamp"},
-]
-EVENT_MAPPING = [
-    {"field": "event_id", "column": "event_id", "type": "String"},
-    {"field": "type", "column": "type", "type": "LowCardinality(String)"},
-    {"field": "user.id", "column": "user_id", "type": "String"},
-    {"field": "user.name", "column": "user_name", "type": "String"},
-    {"field": "tags", "column": "tags", "type": "Array(String)"},
-    {"field": "amount", "column": "amount", "type": "Float64"},
-    {"field": "attempt", "column": "attempt", "type": "UInt32"},
-    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-]
+    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
+    name = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:48]
+    return f"t_{name}_{digest}"
 
 
 @pytest.fixture

@@ -19,25 +19,22 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from streamsift.config.models import Pipeline
+from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchCounts, BatchWriter
 from streamsift.runtime.errors import PipelineFailed
 from streamsift.runtime.progress import RunStats
 from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.session import spark_session
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import describe
-from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA, DLQ_COLUMNS
+from streamsift.sinks.dlq import DLQ_COLUMNS
 
 log = logging.getLogger("streamsift.runtime")
-
-FAULT_ENV = "STREAMSIFT_FAULT"  # e.g. "exit_after_insert:2" (tests only)
 
 
 @dataclass(frozen=True)
@@ -63,9 +60,9 @@ class PipelineRunner:
         self.stats = RunStats()
         self.checkpoint = Path(pipeline.checkpoint_dir(self.base_dir)).resolve()
         self.writer = ClickHouseWriter(pipeline.sink.clickhouse, on_status=self._set_status)
+        self.batch_writer = BatchWriter(pipeline, self.writer, driver_pid=os.getpid())
         self._stop = threading.Event()
         self._query_id: str | None = None
-        self._inserts = 0
 
     # ------------------------------------------------------------------ setup
 
@@ -158,76 +155,42 @@ class PipelineRunner:
         return self._query_id
 
     def _write_batch(self, df: Any, batch_id: int) -> None:
-        """foreachBatch: split rows from dead letters and insert both with batch tokens."""
+        """foreachBatch: write rows and dead letters, on the driver or on the executors."""
         qid = self._query_id_from_checkpoint()
-        data = df.toArrow()
-        if data.num_rows == 0:
-            return
-        data = data.sort_by(
-            [("_topic", "ascending"), ("_partition", "ascending"), ("_offset", "ascending")]
-        )
-        bad_mask = pc.is_valid(data.column("_error"))
-        rows = data.filter(pc.invert(bad_mask))
-        bad = data.filter(bad_mask)
-        sink = self.pipeline.sink
-        out = rows.select([m.column for m in sink.mapping])
-        size = sink.max_batch_size
-        for i, start in enumerate(range(0, out.num_rows, size)):
-            self.writer.insert(sink.table, out.slice(start, size), f"{qid}:{batch_id}:rows:{i}")
-            self._fault_point("exit_after_insert")
-        dead = self._dead_letters(bad)
-        for i, start in enumerate(range(0, dead.num_rows, size)):
-            self.writer.insert(
-                self.pipeline.dlq_table, dead.slice(start, size), f"{qid}:{batch_id}:dlq:{i}"
+        writer = self.batch_writer
+        if self.pipeline.sink.clickhouse.embedded:
+            counts = writer.write(df.toArrow(), qid, batch_id, "driver")
+        else:
+            counts = sum(
+                (
+                    BatchCounts(r.written, r.dlq, r.late)
+                    for r in _write_on_executors(df, writer, qid, batch_id)
+                ),
+                BatchCounts(),
             )
-        late = pc.sum(rows.column("_late").cast(pa.int64())).as_py() or 0
-        self.stats.add_written(out.num_rows, dead.num_rows, late)
-
-    def _dead_letters(self, bad: pa.Table) -> pa.Table:
-        n = bad.num_rows
-        now = datetime.now(timezone.utc)
-        return pa.Table.from_arrays(
-            [
-                pa.array([self.pipeline.name] * n, pa.string()),
-                pa.array([self.pipeline.source.id] * n, pa.string()),
-                bad.column("_topic"),
-                bad.column("_partition"),
-                bad.column("_offset"),
-                bad.column("_kafka_ts").cast(pa.timestamp("ms", tz="UTC")),
-                bad.column("_key"),
-                pc.fill_null(bad.column("_raw"), b""),
-                pa.array(["parse"] * n, pa.string()),
-                pa.array([_error_class(e) for e in bad.column("_error").to_pylist()], pa.string()),
-                bad.column("_error"),
-                pa.array([now] * n, pa.timestamp("ms", tz="UTC")),
-            ],
-            schema=DLQ_ARROW_SCHEMA,
-        )
-
-    def _fault_point(self, name: str) -> None:
-        """Crash on purpose at a named point when the fault-injection variable asks for it."""
-        spec = os.environ.get(FAULT_ENV, "")
-        if not spec.startswith(name + ":"):
-            return
-        self._inserts += 1
-        if self._inserts >= int(spec.split(":", 1)[1]):
-            log.error("fault injection: exiting at %s after %d inserts", name, self._inserts)
-            os._exit(137)
+        self.stats.add_written(counts.written, counts.dlq, counts.late)
 
     def describe_sink(self) -> str:
         return describe(self.pipeline.sink.clickhouse)
 
 
-def _error_class(message: str | None) -> str:
-    if not message:
-        return "unknown"
-    if message.startswith("malformed JSON") or message.startswith("payload is not valid"):
-        return "malformed_json"
-    if message.startswith("payload must be") or message.startswith("empty payload"):
-        return "not_an_object"
-    if "is missing" in message:
-        return "missing_field"
-    return "type_mismatch"
+def _write_on_executors(df: Any, writer: BatchWriter, qid: str, batch_id: int) -> list[Any]:
+    """Each Spark partition inserts its own rows (tokens carry the partition index)."""
+
+    def write_partition(batches: Any) -> Any:
+        from pyspark import TaskContext
+
+        part = f"p{TaskContext.get().partitionId()}"
+        batches = list(batches)
+        counts = BatchCounts()
+        if batches:
+            counts = writer.write(pa.Table.from_batches(batches), qid, batch_id, part)
+        yield pa.RecordBatch.from_pylist(
+            [{"written": counts.written, "dlq": counts.dlq, "late": counts.late}],
+            schema=COUNTS_SCHEMA,
+        )
+
+    return df.mapInArrow(write_partition, "written long, dlq long, late long").collect()
 
 
 def explain_failure(error: Any) -> PipelineFailed:

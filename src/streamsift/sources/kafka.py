@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from pyspark.sql.streaming.datasource import (
 from streamsift.sources.errors import SourceError, SourceUnavailable
 
 FETCH_CHUNK = 50_000
+log = logging.getLogger("streamsift.kafka")
 
 
 @dataclass(frozen=True)
@@ -210,9 +212,23 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return end
 
     def _current_ends(self) -> dict[str, int]:
-        return sorted_offsets(
-            {offset_key(self.spec.topic, p): self._true_end(p) for p in self._partitions()}
-        )
+        """End offsets of every partition, waiting up to the connect timeout for the broker."""
+        deadline = time.monotonic() + self.spec.metadata_timeout_s
+        delay = 0.5
+        while True:
+            try:
+                return sorted_offsets(
+                    {offset_key(self.spec.topic, p): self._true_end(p) for p in self._partitions()}
+                )
+            except (KafkaException, SourceUnavailable) as exc:
+                if time.monotonic() + delay > deadline:
+                    raise SourceUnavailable(
+                        f"Kafka at {self.spec.bootstrap_servers} did not answer for topic "
+                        f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s: {exc}"
+                    ) from None
+                log.warning("Kafka unavailable (%s); retrying", exc)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     def initialOffset(self) -> dict[str, int]:
         if self.spec.start_from == "latest":
@@ -337,9 +353,10 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                 stalled_since = None
             elif stalled_since is None:
                 stalled_since = time.monotonic()
-            elif time.monotonic() - stalled_since > 120:
+            elif time.monotonic() - stalled_since > max(spec.metadata_timeout_s, 10):
                 raise SourceUnavailable(
-                    f"no data from {part.topic}/{part.partition} for 120s while reading "
+                    f"no data from {part.topic}/{part.partition} for "
+                    f"{max(spec.metadata_timeout_s, 10):.0f}s while reading "
                     f"offsets {part.start}..{part.end} (is the broker up?)"
                 )
     finally:

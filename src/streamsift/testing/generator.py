@@ -19,6 +19,28 @@ from confluent_kafka import Producer
 
 BASE_TIME = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
+# The generator's events as a pipeline schema and a ClickHouse mapping (for tests and tools).
+EVENT_FIELDS = [
+    {"name": "event_id", "type": "string"},
+    {"name": "type", "type": "string"},
+    {"name": "user.id", "type": "string"},
+    {"name": "user.name", "type": "string"},
+    {"name": "tags", "type": "array"},
+    {"name": "amount", "type": "float"},
+    {"name": "attempt", "type": "int"},
+    {"name": "created_at", "type": "timestamp"},
+]
+EVENT_MAPPING = [
+    {"field": "event_id", "column": "event_id", "type": "String"},
+    {"field": "type", "column": "type", "type": "LowCardinality(String)"},
+    {"field": "user.id", "column": "user_id", "type": "String"},
+    {"field": "user.name", "column": "user_name", "type": "String"},
+    {"field": "tags", "column": "tags", "type": "Array(String)"},
+    {"field": "amount", "column": "amount", "type": "Float64"},
+    {"field": "attempt", "column": "attempt", "type": "UInt32"},
+    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
+]
+
 
 @dataclass
 class Truth:

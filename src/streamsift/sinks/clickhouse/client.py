@@ -58,6 +58,30 @@ TRANSIENT_CODES = {
     1000,
 }
 
+# Errors caused by the values of some rows (unparsable, out of range, constraint violated):
+# such rows are isolated and sent to the DLQ; any other permanent error stops the pipeline.
+DATA_ERROR_CODES = {
+    6,
+    27,
+    32,
+    38,
+    41,
+    53,
+    69,
+    70,
+    72,
+    117,
+    131,
+    190,
+    321,
+    349,
+    376,
+    377,
+    407,
+    469,
+    691,
+}
+
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 
@@ -131,6 +155,15 @@ def classify(exc: Exception, what: str) -> Exception:
     ):
         return SinkTransientError(f"{what}: {text}")
     return SinkPermanentError(f"{what}: {text}", code)
+
+
+@dataclass(frozen=True)
+class RowFailure:
+    """A row ClickHouse refused: its index in the inserted table and why."""
+
+    index: int
+    code: int | None
+    message: str
 
 
 @dataclass
@@ -234,6 +267,9 @@ class ClickHouseWriter:
         if data.num_rows == 0:
             return
 
+        # One record batch is one block: ClickHouse then takes or refuses the insert whole.
+        data = data.combine_chunks()
+
         def run() -> None:
             try:
                 self.client.insert_arrow(
@@ -245,6 +281,31 @@ class ClickHouseWriter:
                 raise classify(exc, f"insert into {table}") from None
 
         self.retry.run(run, f"insert into {table}", self.on_status)
+
+    def insert_isolating(self, table: str, data: pa.Table, token: str) -> list[RowFailure]:
+        """Insert `data`; rows whose values ClickHouse refuses are left out and returned.
+
+        A refused insert is split in halves until the refusing rows stand alone. Sub-inserts
+        get tokens derived from `token`, so a replay makes the same splits and the same tokens.
+        """
+        try:
+            self.insert(table, data, token)
+            return []
+        except SinkPermanentError as exc:
+            if exc.code not in DATA_ERROR_CODES:
+                raise
+            if data.num_rows == 1:
+                return [RowFailure(0, exc.code, str(exc))]
+        mid = data.num_rows // 2
+        left = self.insert_isolating(table, data.slice(0, mid), token + ":0")
+        right = self.insert_isolating(table, data.slice(mid), token + ":1")
+        return left + [RowFailure(f.index + mid, f.code, f.message) for f in right]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_client"] = None  # clients do not travel to executors; each opens its own
+        state["on_status"] = None
+        return state
 
     def count(self, table: str, where: str = "") -> int:
         sql = f"SELECT count() FROM {quote(self.conn.database)}.{quote(table)}"

@@ -1,0 +1,154 @@
+"""Writing one micro-batch's rows and dead letters into ClickHouse, exactly once.
+
+Runs on the driver for embedded ClickHouse (chdb allows one process per data directory) and
+on the executors, once per Spark partition, for a ClickHouse server. Either way the rows of a
+part are sorted by (topic, partition, offset), cut into chunks of `max_batch_size`, and each
+chunk is inserted with the token `<query id>:<batch id>:<part>:rows:<chunk>`; a re-run batch
+re-creates the same parts, chunks and tokens, and ClickHouse skips what it already holds.
+Rows ClickHouse refuses for their values go to the DLQ with its error code and message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streamsift.config.models import Pipeline
+from streamsift.sinks.clickhouse import ClickHouseWriter
+from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
+
+log = logging.getLogger("streamsift.runtime")
+
+FAULT_ENV = "STREAMSIFT_FAULT"  # "kill_after_insert:K": SIGKILL the pipeline after K inserts
+SORT_KEY = [("_topic", "ascending"), ("_partition", "ascending"), ("_offset", "ascending")]
+_inserts_in_process = 0
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    written: int = 0
+    dlq: int = 0
+    late: int = 0
+
+    def __add__(self, other: BatchCounts) -> BatchCounts:
+        return BatchCounts(
+            self.written + other.written, self.dlq + other.dlq, self.late + other.late
+        )
+
+
+COUNTS_SCHEMA = pa.schema([("written", pa.int64()), ("dlq", pa.int64()), ("late", pa.int64())])
+
+
+@dataclass
+class BatchWriter:
+    """Everything needed to write a part of a batch; picklable for executors."""
+
+    pipeline: Pipeline
+    writer: ClickHouseWriter
+    driver_pid: int
+
+    def write(self, data: pa.Table, query_id: str, batch_id: int, part: str) -> BatchCounts:
+        if data.num_rows == 0:
+            return BatchCounts()
+        data = data.sort_by(SORT_KEY)
+        bad_mask = pc.is_valid(data.column("_error"))
+        rows = data.filter(pc.invert(bad_mask))
+        sink = self.pipeline.sink
+        out = rows.select([m.column for m in sink.mapping])
+        prefix = f"{query_id}:{batch_id}:{part}"
+        refused: list[int] = []
+        reasons: dict[int, str] = {}
+        size = sink.max_batch_size
+        for i, start in enumerate(range(0, out.num_rows, size)):
+            failures = self.writer.insert_isolating(
+                sink.table, out.slice(start, size), f"{prefix}:rows:{i}"
+            )
+            for f in failures:
+                refused.append(start + f.index)
+                reasons[start + f.index] = f"ClickHouse error {f.code}: {_one_line(f.message)}"
+            self._fault_point()
+        dead = self._dead_letters(data.filter(bad_mask), "parse", None)
+        if refused:
+            refused_rows = rows.take(pa.array(refused, pa.int64()))
+            dead = pa.concat_tables(
+                [dead, self._dead_letters(refused_rows, "sink", [reasons[i] for i in refused])]
+            )
+            log.warning("%d rows refused by ClickHouse went to the DLQ", len(refused))
+        for i, start in enumerate(range(0, dead.num_rows, size)):
+            self.writer.insert(
+                self.pipeline.dlq_table, dead.slice(start, size), f"{prefix}:dlq:{i}"
+            )
+        late = pc.sum(rows.column("_late").cast(pa.int64())).as_py() or 0
+        return BatchCounts(out.num_rows - len(refused), dead.num_rows, late)
+
+    def _dead_letters(self, bad: pa.Table, stage: str, errors: list[str] | None) -> pa.Table:
+        n = bad.num_rows
+        messages = errors if errors is not None else bad.column("_error").to_pylist()
+        classes = [
+            _sink_error_class(m) if stage == "sink" else _parse_error_class(m) for m in messages
+        ]
+        now = datetime.now(timezone.utc)
+        return pa.Table.from_arrays(
+            [
+                pa.array([self.pipeline.name] * n, pa.string()),
+                pa.array([self.pipeline.source.id] * n, pa.string()),
+                bad.column("_topic"),
+                bad.column("_partition"),
+                bad.column("_offset"),
+                bad.column("_kafka_ts").cast(pa.timestamp("ms", tz="UTC")),
+                bad.column("_key"),
+                pc.fill_null(bad.column("_raw"), b"") if stage == "parse" else self._payloads(bad),
+                pa.array([stage] * n, pa.string()),
+                pa.array(classes, pa.string()),
+                pa.array(messages, pa.string()),
+                pa.array([now] * n, pa.timestamp("ms", tz="UTC")),
+            ],
+            schema=DLQ_ARROW_SCHEMA,
+        ).combine_chunks()
+
+    def _payloads(self, rows: pa.Table) -> pa.Array:
+        """For rows refused at insert: the mapped values as JSON (the raw payload is gone)."""
+        import json
+
+        cols = [m.column for m in self.pipeline.sink.mapping]
+        records = rows.select(cols).to_pylist()
+        return pa.array([json.dumps(r, default=str).encode() for r in records], pa.binary())
+
+    def _fault_point(self) -> None:
+        """Die like kill -9 after the K-th insert when the fault-injection variable says so."""
+        global _inserts_in_process
+        spec = os.environ.get(FAULT_ENV, "")
+        if not spec.startswith("kill_after_insert:"):
+            return
+        _inserts_in_process += 1
+        if _inserts_in_process >= int(spec.split(":", 1)[1]):
+            log.error("fault injection: killing the pipeline after %d inserts", _inserts_in_process)
+            os.kill(self.driver_pid, signal.SIGKILL)
+            os._exit(137)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:1000]
+
+
+def _parse_error_class(message: str | None) -> str:
+    if not message:
+        return "unknown"
+    if message.startswith(("malformed JSON", "payload is not valid")):
+        return "malformed_json"
+    if message.startswith(("payload must be", "empty payload")):
+        return "not_an_object"
+    if "is missing" in message:
+        return "missing_field"
+    return "type_mismatch"
+
+
+def _sink_error_class(message: str) -> str:
+    code = message.split("ClickHouse error ", 1)[-1].split(":", 1)[0]
+    return f"clickhouse_{code}"

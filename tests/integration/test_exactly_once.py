@@ -1,0 +1,253 @@
+"""Exactly-once under crashes and ClickHouse faults, embedded and in server mode.
+
+Crashes are real: the pipeline runs as a `streamsift run` subprocess and is SIGKILLed by the
+fault-injection variable right after the K-th insert of a batch, before Spark commits it.
+ClickHouse server mode runs against the chdb-backed HTTP endpoint in its own process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import clickhouse_connect
+import pytest
+import yaml
+
+from streamsift.config import parse_pipeline
+from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.testing.clickhouse_http import set_remote_faults, spawn_server
+from streamsift.testing.generator import (
+    EVENT_FIELDS,
+    EVENT_MAPPING,
+    EventSpec,
+    Truth,
+    generate,
+    produce,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def pipeline_doc(
+    broker, topic: str, table: str, sink: dict, checkpoint: Path, **sink_extra
+) -> dict:
+    return {
+        "name": table.replace("_", "-"),
+        "source": {
+            "bootstrap_servers": broker.bootstrap_servers,
+            "topic": topic,
+            "schema": {"fields": EVENT_FIELDS, "event_time": "created_at"},
+        },
+        "dedup": {"key": "event_id", "time_window": "1h"},
+        "sink": {
+            "clickhouse": sink,
+            "table": table,
+            "create_table": True,
+            "mapping": EVENT_MAPPING,
+            "max_batch_size": 500,
+            **sink_extra,
+        },
+        "runtime": {"checkpoint_dir": str(checkpoint), "max_rows_per_batch": 3_000},
+    }
+
+
+def run_cli(
+    doc: dict, tmp_path: Path, env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return subprocess.run(
+        [sys.executable, "-m", "streamsift.cli.main", "run", str(path), "--until-caught-up"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+class Endpoint:
+    """The chdb-backed ClickHouse HTTP endpoint in its own process."""
+
+    def __init__(self, data_dir: Path, port: int = 0) -> None:
+        self.data_dir = data_dir
+        self.proc, self.port = spawn_server(data_dir, port, fault_endpoint=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def client(self):
+        return clickhouse_connect.get_client(host="127.0.0.1", port=self.port)
+
+    def count(self, table: str, where: str = "") -> int:
+        return int(
+            self.client.command(
+                f"SELECT count() FROM {table}" + (f" WHERE {where}" if where else "")
+            )
+        )
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def endpoint(tmp_path):
+    ep = Endpoint(tmp_path / "server-data")
+    yield ep
+    ep.stop()
+
+
+def assert_exact(ep: Endpoint, table: str, truth: Truth) -> None:
+    assert ep.count(table) == truth.expected_unique
+    assert ep.count(table, "attempt > 0") == 0
+    assert (
+        int(ep.client.command(f"SELECT uniqExact(event_id) FROM {table}")) == truth.expected_unique
+    )
+
+
+@pytest.mark.parametrize("mode", ["embedded", "server"])
+def test_kill_after_an_insert_then_restart_inserts_nothing_twice(
+    broker, tmp_path, unique_name, mode
+):
+    broker.create_topic(unique_name, 3)
+    truth = Truth()
+    produce(
+        broker.bootstrap_servers, unique_name, generate(EventSpec(8_000, 0.25, 500, seed=21), truth)
+    )
+    data_dir = tmp_path / "chdb"
+    ep = None
+    if mode == "server":
+        ep = Endpoint(data_dir)
+        sink = {"host": "127.0.0.1", "port": ep.port}
+    else:
+        sink = {"path": str(data_dir)}
+    doc = pipeline_doc(broker, unique_name, unique_name, sink, tmp_path / "ckpt")
+    try:
+        crashed = run_cli(doc, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:3"})
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+        if ep is None:
+            ep = Endpoint(data_dir)  # look at the embedded data through the endpoint
+        partial = ep.count(unique_name)
+        assert 0 < partial < truth.expected_unique  # the crash happened mid-run
+        if mode == "embedded":
+            ep.stop()
+        resumed = run_cli(doc, tmp_path)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        if mode == "embedded":
+            ep = Endpoint(data_dir)
+        assert_exact(ep, unique_name, truth)
+    finally:
+        if ep is not None:
+            ep.stop()
+
+
+def test_existing_table_without_dedup_window_is_fixed_or_refused(
+    broker, tmp_path, unique_name, endpoint
+):
+    """Plain MergeTree ignores tokens unless non_replicated_deduplication_window > 0."""
+    broker.create_topic(unique_name, 3)
+    truth = Truth()
+    produce(
+        broker.bootstrap_servers, unique_name, generate(EventSpec(4_000, 0.2, 300, seed=22), truth)
+    )
+    columns = ", ".join(f"`{m['column']}` {m['type']}" for m in EVENT_MAPPING)
+    endpoint.client.command(
+        f"CREATE TABLE {unique_name} ({columns}) ENGINE = MergeTree ORDER BY event_id"
+    )
+    sink = {"host": "127.0.0.1", "port": endpoint.port}
+
+    refuse = pipeline_doc(
+        broker,
+        unique_name,
+        unique_name,
+        sink,
+        tmp_path / "ckpt",
+        create_table=False,
+        on_missing_dedup_window="refuse",
+    )
+    refused = run_cli(refuse, tmp_path)
+    assert refused.returncode == 1
+    assert "non_replicated_deduplication_window" in refused.stderr
+    assert f"ALTER TABLE `default`.`{unique_name}` MODIFY SETTING" in refused.stderr
+    assert endpoint.count(unique_name) == 0
+
+    fix = pipeline_doc(
+        broker, unique_name, unique_name, sink, tmp_path / "ckpt", create_table=False
+    )
+    crashed = run_cli(fix, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:2"})
+    assert crashed.returncode == -signal.SIGKILL
+    assert "non_replicated_deduplication_window" in str(
+        endpoint.client.command(f"SHOW CREATE TABLE {unique_name}")
+    )
+    resumed = run_cli(fix, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert_exact(endpoint, unique_name, truth)
+
+
+def test_clickhouse_failures_are_retried_until_it_recovers(broker, tmp_path, unique_name, endpoint):
+    broker.create_topic(unique_name, 3)
+    truth = Truth()
+    produce(
+        broker.bootstrap_servers, unique_name, generate(EventSpec(3_000, 0.2, 300, seed=23), truth)
+    )
+    pipeline = parse_pipeline(
+        pipeline_doc(
+            broker,
+            unique_name,
+            unique_name,
+            {"host": "127.0.0.1", "port": endpoint.port},
+            tmp_path / "ckpt",
+        )
+    )
+    runner = PipelineRunner(pipeline)
+    runner.prepare_sink()
+    # Every kind of failure a server shows: 503s, a commit followed by a 500, dropped connections.
+    set_remote_faults(endpoint.url, fail_next=4, status=503)
+    result = runner.run(until_caught_up=True)
+    assert result.stats["written"] == truth.expected_unique
+    assert_exact(endpoint, unique_name, truth)
+
+
+def test_rows_clickhouse_refuses_go_to_the_dlq(broker, tmp_path, unique_name, endpoint):
+    """A constraint the values violate: those rows go to the DLQ with the code, the rest land."""
+    broker.create_topic(unique_name, 3)
+    truth = Truth()
+    events = list(generate(EventSpec(2_000, 0.0, seed=24), truth))
+    for e in events[::100]:
+        e["amount"] = -1.0
+    produce(broker.bootstrap_servers, unique_name, events)
+    columns = ", ".join(f"`{m['column']}` {m['type']}" for m in EVENT_MAPPING)
+    endpoint.client.command(
+        f"CREATE TABLE {unique_name} ({columns}, CONSTRAINT positive CHECK amount >= 0) "
+        "ENGINE = MergeTree ORDER BY event_id SETTINGS non_replicated_deduplication_window = 1000"
+    )
+    pipeline = parse_pipeline(
+        pipeline_doc(
+            broker,
+            unique_name,
+            unique_name,
+            {"host": "127.0.0.1", "port": endpoint.port},
+            tmp_path / "ckpt",
+            create_table=False,
+        )
+    )
+    result = PipelineRunner(pipeline).run(until_caught_up=True)
+    assert endpoint.count(unique_name) == 1_980
+    assert result.stats["written"] == 1_980 and result.stats["dlq"] == 20
+    dlq = endpoint.client.query(
+        f"SELECT stage, error_class, error FROM {unique_name}_dlq"
+    ).result_rows
+    assert len(dlq) == 20
+    assert {(s, c) for s, c, _ in dlq} == {("sink", "clickhouse_469")}
+    assert all("positive" in err for *_, err in dlq)
