@@ -95,3 +95,51 @@ def test_run_against_missing_broker_fails_cleanly(tmp_path):
     assert proc.returncode == 1
     assert "error:" in proc.stderr and "127.0.0.1:1" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_broker_gone_mid_run_ends_with_a_clear_error_and_an_intact_checkpoint(tmp_path):
+    import time
+
+    broker = Broker().start()
+    try:
+        broker.create_topic("users", 3)
+        truth = Truth()
+        produce(broker.bootstrap_servers, "users", generate(EventSpec(1_000, 0.0, seed=13), truth))
+        doc = yaml.safe_load((REPO / "examples/pipelines/users-dedup.yaml").read_text())
+        doc["source"]["bootstrap_servers"] = broker.bootstrap_servers
+        doc["source"]["connect_timeout"] = "8s"
+        doc["sink"]["clickhouse"]["path"] = str(tmp_path / "ch")
+        path = tmp_path / "p.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        state = tmp_path / "state"
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamsift.cli.main",
+                "run",
+                str(path),
+                "--data-dir",
+                str(state),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        commits = state / "checkpoints" / "users-dedup" / "spark" / "commits"
+        deadline = time.monotonic() + 120
+        while not (commits.exists() and any(commits.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert commits.exists() and any(commits.iterdir()), "no batch was committed"
+        broker.stop()
+        started = time.monotonic()
+        out, err = proc.communicate(timeout=120)
+        waited = time.monotonic() - started
+    finally:
+        broker.stop()
+    assert proc.returncode == 1, err
+    assert "did not answer" in err and broker.bootstrap_servers in err
+    assert "Traceback" not in err
+    assert waited >= 5  # it waited for the broker rather than failing at once
+    assert any(commits.iterdir())  # the checkpoint is still there to resume from

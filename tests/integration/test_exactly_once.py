@@ -251,3 +251,104 @@ def test_rows_clickhouse_refuses_go_to_the_dlq(broker, tmp_path, unique_name, en
     assert len(dlq) == 20
     assert {(s, c) for s, c, _ in dlq} == {("sink", "clickhouse_469")}
     assert all("positive" in err for *_, err in dlq)
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def _safe_count(ep: Endpoint, table: str) -> int:
+    try:
+        return ep.count(table)
+    except Exception:  # noqa: BLE001 - the endpoint may be down on purpose
+        return -1
+
+
+def test_clickhouse_down_mid_run_then_back_catches_up_exactly(broker, tmp_path, unique_name):
+    """Kill the ClickHouse endpoint while the pipeline runs, bring it back on the same port."""
+    import threading
+
+    broker.create_topic(unique_name, 3)
+    truth = Truth()
+    events = list(generate(EventSpec(6_000, 0.2, 400, seed=25), truth))
+    produce(broker.bootstrap_servers, unique_name, events[:3_000])
+    expected_first = len({e["event_id"] for e in events[:3_000]})
+    ep = Endpoint(tmp_path / "server")
+    port = ep.port
+    doc = pipeline_doc(
+        broker, unique_name, unique_name, {"host": "127.0.0.1", "port": port}, tmp_path / "ckpt"
+    )
+    doc["sink"]["max_delay_time"] = "500ms"
+    runner = PipelineRunner(parse_pipeline(doc))
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runner.run(until_caught_up=False)
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the assertion below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        _wait_for(lambda: _safe_count(ep, unique_name) == expected_first, 180, "the first wave")
+        ep.kill()
+        produce(broker.bootstrap_servers, unique_name, events[3_000:])
+        import time
+
+        time.sleep(8)  # inserts fail and back off meanwhile
+        assert not errors, errors
+        ep = Endpoint(tmp_path / "server", port)
+        _wait_for(
+            lambda: _safe_count(ep, unique_name) == truth.expected_unique,
+            240,
+            "catch-up after recovery",
+        )
+        runner.stop()
+        thread.join(120)
+        assert not errors, errors
+        assert_exact(ep, unique_name, truth)
+    finally:
+        runner.stop()
+        ep.stop()
+
+
+def test_clickhouse_down_at_start_is_waited_for_and_shown(broker, tmp_path, unique_name):
+    import threading
+    import time
+
+    broker.create_topic(unique_name, 3)
+    truth = Truth()
+    produce(
+        broker.bootstrap_servers, unique_name, generate(EventSpec(2_000, 0.2, 200, seed=26), truth)
+    )
+    ep = Endpoint(tmp_path / "server")
+    port = ep.port
+    ep.kill()
+    doc = pipeline_doc(
+        broker, unique_name, unique_name, {"host": "127.0.0.1", "port": port}, tmp_path / "ckpt"
+    )
+    runner = PipelineRunner(parse_pipeline(doc))
+    result: list = []
+    thread = threading.Thread(
+        target=lambda: result.append(runner.run(until_caught_up=True)), daemon=True
+    )
+    thread.start()
+    _wait_for(lambda: runner.stats.status is not None, 60, "a retry status")
+    assert "retrying" in runner.stats.status
+    time.sleep(2)
+    ep = Endpoint(tmp_path / "server", port)
+    try:
+        thread.join(240)
+        assert result and result[0].stats["written"] == truth.expected_unique
+        assert runner.stats.status is None  # cleared once ClickHouse answered again
+        assert_exact(ep, unique_name, truth)
+    finally:
+        ep.stop()

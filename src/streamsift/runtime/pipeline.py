@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from pyspark.errors import StreamingQueryException
 
 from streamsift.config.models import Pipeline
 from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchCounts, BatchWriter
@@ -32,6 +33,7 @@ from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.session import spark_session
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import describe
+from streamsift.sinks.clickhouse.ddl import create_table_sql, quote
 from streamsift.sinks.dlq import DLQ_COLUMNS
 
 log = logging.getLogger("streamsift.runtime")
@@ -69,11 +71,23 @@ class PipelineRunner:
     def prepare_sink(self) -> None:
         """Create or check the table and the DLQ table before any data moves."""
         sink = self.pipeline.sink
+        columns = [(m.column, m.type) for m in sink.mapping]
+        version = self.pipeline.replacing_version_column  # dedup mode last
+        if version is not None and sink.create_table:
+            self.writer.command(
+                create_table_sql(
+                    sink.clickhouse.database,
+                    sink.table,
+                    columns,
+                    self.pipeline.table_order_by,
+                    engine=f"ReplacingMergeTree({quote(version)})",
+                )
+            )
         self.writer.prepare_table(
             sink.table,
-            [(m.column, m.type) for m in sink.mapping],
+            columns,
             create=sink.create_table,
-            order_by=sink.order_by or (sink.mapping[0].column,),
+            order_by=self.pipeline.table_order_by,
             on_missing_window=sink.on_missing_dedup_window,
         )
         self.writer.prepare_table(
@@ -112,7 +126,10 @@ class PipelineRunner:
                 if self._stop.is_set():
                     self._stop_gracefully(query)
                     break
-                query.awaitTermination(1.0)
+                try:
+                    query.awaitTermination(1.0)
+                except StreamingQueryException:
+                    break  # reported below through query.exception()
                 self._poll(query)
             self._poll(query)
             error = query.exception()
@@ -206,7 +223,7 @@ def explain_failure(error: Any) -> PipelineFailed:
     ):
         idx = text.rfind(marker)
         if idx >= 0:
-            line = text[idx:].splitlines()[0]
+            line = text[idx + len(marker) :].splitlines()[0]
             hint = None
             if "Unavailable" in marker or "Transient" in marker:
                 hint = "the checkpoint is intact: fix the connection and run again to resume"

@@ -89,5 +89,5 @@ def spark_session(
         .config("spark.python.worker.reuse", "true")
     )
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
+    spark.sparkContext.setLogLevel("INFO" if verbose else "OFF")
     return spark

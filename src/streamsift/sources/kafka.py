@@ -222,6 +222,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 )
             except (KafkaException, SourceUnavailable) as exc:
                 if time.monotonic() + delay > deadline:
+                    if isinstance(exc, SourceUnavailable):
+                        raise
                     raise SourceUnavailable(
                         f"Kafka at {self.spec.bootstrap_servers} did not answer for topic "
                         f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s: {exc}"
