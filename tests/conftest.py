@@ -72,3 +72,31 @@ def event_pipeline(
         return parse_pipeline(doc)
 
     return build
+
+
+@pytest.fixture
+def produce_messages(broker: Broker) -> Callable[..., list[tuple[int, int]]]:
+    """Produce (key, value) messages in order; return each one's (partition, offset)."""
+    from confluent_kafka import Producer
+
+    def produce(topic: str, messages: list[tuple[bytes | None, bytes | None]]) -> list:
+        where: dict[int, tuple[int, int]] = {}
+        producer = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "linger.ms": 5,
+                "enable.idempotence": True,
+            }
+        )
+        for i, (key, value) in enumerate(messages):
+
+            def delivered(err: Any, msg: Any, i: int = i) -> None:
+                assert err is None, err
+                where[i] = (msg.partition(), msg.offset())
+
+            producer.produce(topic, key=key, value=value, on_delivery=delivered)
+            producer.poll(0)
+        assert producer.flush(60) == 0
+        return [where[i] for i in range(len(messages))]
+
+    return produce

@@ -239,7 +239,7 @@ INVALID = [
     # dedup
     ("dedup.key", "nope", "dedup.key: 'nope' is not a field of source.schema"),
     ("dedup.key", ["event_id", "nope"], "dedup.key: 'nope' is not a field of source.schema"),
-    ("dedup.mode", "last", "dedup.mode: Input should be 'first'"),
+    ("dedup.mode", "newest", "dedup.mode: Input should be 'first', 'last' or 'exact'"),
     # Kafka security
     (
         "source.security",

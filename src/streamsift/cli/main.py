@@ -9,6 +9,7 @@ from pathlib import Path
 from types import FrameType
 
 from streamsift import __version__
+from streamsift.cli import bench, chaos, dlq, loadgen
 from streamsift.cli.output import StatusLine, fail, setup_logging
 from streamsift.config import ConfigError, format_duration, load_pipeline, read_document
 from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
@@ -72,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Further commands live in their own modules, each with register(subparsers) that adds a
     # parser and sets `func` (and `logs=False` for commands that need no log setup).
+    bench.register(sub)
+    loadgen.register(sub)
+    dlq.register(sub)
+    chaos.register(sub)
     return parser
 
 

@@ -1,13 +1,15 @@
 """The pipeline document: frozen pydantic models, validated once when a file is loaded.
 
-A pipeline reads one Kafka topic (a `source`), optionally removes duplicates (`dedup`), and
-writes the result into one ClickHouse table (`sink`). Bad records go to a dead-letter table
-(`dlq`). See docs/configuration.md for every field and its default.
+A pipeline reads one Kafka topic (`source`) or two joined ones (`sources` + `join`),
+optionally removes duplicates (`dedup`), computes fields (`transform`), keeps records that
+pass a `filter`, and writes the result into one ClickHouse table (`sink`). Bad records go to
+a dead-letter table (`dlq`). See docs/configuration.md for every field and its default.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
 from pathlib import Path
@@ -20,11 +22,13 @@ from pydantic import (
     Field,
     PlainSerializer,
     SecretStr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from streamsift.config.durations import format_duration, parse_duration
+from streamsift.config.expressions import ExpressionError, check_expression, fits
 from streamsift.config.types import (
     CHType,
     FieldType,
@@ -34,6 +38,19 @@ from streamsift.config.types import (
 )
 
 MAX_DEDUP_WINDOW = timedelta(days=7)
+
+# Kafka metadata every source offers as read-only fields: name -> (pipeline column, type).
+KAFKA_FIELDS: dict[str, tuple[str, FieldType]] = {
+    "_kafka.topic": ("_topic", FieldType.STRING),
+    "_kafka.partition": ("_partition", FieldType.INT),
+    "_kafka.offset": ("_offset", FieldType.INT),
+    "_kafka.timestamp": ("_kafka_ts", FieldType.TIMESTAMP),
+}
+# Column names the pipeline uses for its own bookkeeping; payload fields may not take them.
+RESERVED_COLUMNS = frozenset(
+    {"_topic", "_partition", "_offset", "_kafka_ts", "_event_time", "_late", "_key", "_raw"}
+    | {"_error", "_stage", "_source", "_rpartition", "_roffset"}
+)
 
 Duration = Annotated[
     timedelta,
@@ -139,6 +156,13 @@ class Schema(_Model):
         clash = sorted({c for c in columns if columns.count(c) > 1})
         if clash:
             raise ValueError(f"fields collide once dots become '__': {', '.join(clash)}")
+        for f in self.fields:
+            if f.name.split(".")[0] == "_kafka" or f.column in RESERVED_COLUMNS:
+                raise ValueError(
+                    f"field name {f.name!r} is reserved for the pipeline's own columns; "
+                    "the Kafka metadata is available as _kafka.topic, _kafka.partition, "
+                    "_kafka.offset and _kafka.timestamp"
+                )
         for path in names:
             for other in names:
                 if other.startswith(path + "."):
@@ -216,20 +240,44 @@ class KafkaSource(_Model):
 
 
 class DedupMode(str, Enum):
-    FIRST = "first"
+    """Which records a dedup keeps: see docs/semantics.md."""
+
+    FIRST = "first"  # the first arrival of a key within the window
+    LAST = "last"  # every new version of a key; the table keeps the latest (ReplacingMergeTree)
+    EXACT = "exact"  # everything but repeats of an identical payload within the window
+
+
+VERSION_TYPES = frozenset(
+    {f"{p}Int{b}" for p in ("", "U") for b in (8, 16, 32, 64, 128, 256)}
+    | {"Date", "Date32", "DateTime", "DateTime64"}
+)
 
 
 class Dedup(_Model):
-    """Drop repeats of a key within a time window; the first arrival wins."""
+    """Drop repeats within a time window: of a key (`first`, `last`) or of a payload (`exact`)."""
 
-    key: tuple[str, ...] = Field(min_length=1)
-    time_window: Duration
     mode: DedupMode = DedupMode.FIRST
+    key: tuple[str, ...] = Field(default=(), validate_default=True)
+    time_window: Duration
+    version_field: str | None = None
 
     @field_validator("key", mode="before")
     @classmethod
     def _key(cls, v: object) -> object:
         return (v,) if isinstance(v, str) else v
+
+    @field_validator("key", mode="after")
+    @classmethod
+    def _key_for_mode(cls, v: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        mode = info.data.get("mode", DedupMode.FIRST)
+        if mode is DedupMode.EXACT and v:
+            raise ValueError(
+                "mode exact compares whole payloads and takes no key; remove key "
+                "(or use mode first to compare by key)"
+            )
+        if mode is not DedupMode.EXACT and not v:
+            raise ValueError("required field is missing")
+        return v
 
     @field_validator("time_window")
     @classmethod
@@ -239,6 +287,100 @@ class Dedup(_Model):
         if v > MAX_DEDUP_WINDOW:
             raise ValueError(f"{format_duration(v)} exceeds the 7d maximum")
         return v
+
+    @model_validator(mode="after")
+    def _check(self) -> Dedup:
+        if self.version_field is not None and self.mode is not DedupMode.LAST:
+            raise ValueError("version_field: only used with mode last")
+        return self
+
+    @property
+    def version(self) -> str:
+        """The field whose value orders versions (mode last): a payload field or the offset."""
+        return self.version_field or "_kafka.offset"
+
+
+# ---------------------------------------------------------------------------- transform
+
+
+class Transform(_Model):
+    """A computed field: `name` holds the value of the Spark SQL `expression`, as `type`."""
+
+    name: str
+    expression: str = Field(min_length=1)
+    type: Annotated[FieldType, BeforeValidator(parse_field_type)]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", v):
+            raise ValueError(
+                f"{v!r} is not a field name: start with a letter; letters, digits and _"
+            )
+        return v
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, v: FieldType) -> FieldType:
+        allowed = (
+            FieldType.STRING,
+            FieldType.INT,
+            FieldType.FLOAT,
+            FieldType.BOOL,
+            FieldType.TIMESTAMP,
+        )
+        if v not in allowed:
+            raise ValueError(
+                f"computed fields are string, int, float, bool or timestamp, not {v.value}"
+            )
+        return v
+
+
+@dataclass(frozen=True)
+class FieldRef:
+    """A field in scope somewhere in the pipeline: its name, pipeline column and type."""
+
+    name: str
+    column: str
+    type: FieldType
+
+
+def _check_stage(
+    scope: dict[str, FieldRef],
+    transforms: tuple[Transform, ...],
+    filter_: str | None,
+    where: str,
+) -> dict[str, FieldRef]:
+    """Check computed fields and a filter against `scope`; return the scope they lead to."""
+    scope = dict(scope)
+    columns = {f.column for f in scope.values()}
+    for i, t in enumerate(transforms):
+        path = f"{where}transform[{i}]"
+        if t.name in scope or t.name in columns:
+            raise ValueError(f"{path}.name: {t.name!r} is already a field; pick another name")
+        try:
+            kind = check_expression(t.expression, _types(scope))
+        except ExpressionError as exc:
+            raise ValueError(f"{path}.expression: {exc}") from None
+        if not fits(kind, t.type):
+            raise ValueError(
+                f"{path}.type: type mismatch: the expression gives {kind}, declared {t.type.value}"
+                " (convert it, e.g. CAST(... AS BIGINT))"
+            )
+        scope[t.name] = FieldRef(t.name, t.name, t.type)
+        columns.add(t.name)
+    if filter_ is not None:
+        try:
+            kind = check_expression(filter_, _types(scope))
+        except ExpressionError as exc:
+            raise ValueError(f"{where}filter: {exc}") from None
+        if kind not in ("bool", "null", "any"):
+            raise ValueError(f"{where}filter: must be true/false, but gives {kind}")
+    return scope
+
+
+def _types(scope: dict[str, FieldRef]) -> dict[str, FieldType]:
+    return {name: ref.type for name, ref in scope.items()}
 
 
 # ---------------------------------------------------------------------------- sink
@@ -359,16 +501,126 @@ class Runtime(_Model):
     max_rows_per_batch: int | None = Field(default=None, gt=0)
 
 
+# ---------------------------------------------------------------------------- join
+
+
+class JoinSource(KafkaSource):
+    """One of the two joined topics, with its own dedup, computed fields and filter."""
+
+    dedup: Dedup | None = None
+    transform: tuple[Transform, ...] = ()
+    filter: str | None = None
+
+
+class JoinType(str, Enum):
+    INNER = "inner"
+    LEFT = "left"
+
+
+class JoinSide(_Model):
+    """A side of the join: which source, its key field(s), and its time window.
+
+    `time_window` is how long this side's events wait for a match from the other side: a right
+    event at tr matches a left event at tl when tl - right.time_window <= tr <= tl + left.time_window.
+    """
+
+    source: str
+    key: tuple[str, ...] = Field(min_length=1)
+    time_window: Duration
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _key(cls, v: object) -> object:
+        return (v,) if isinstance(v, str) else v
+
+    @field_validator("time_window")
+    @classmethod
+    def _window(cls, v: timedelta) -> timedelta:
+        if v <= timedelta(0):
+            raise ValueError("must be greater than zero")
+        if v > MAX_DEDUP_WINDOW:
+            raise ValueError(f"{format_duration(v)} exceeds the 7d maximum")
+        return v
+
+
+class JoinOutput(_Model):
+    """A field of the joined record: `field` of the `from` side, named `as` (default `field`)."""
+
+    from_: Literal["left", "right"] = Field(alias="from")
+    field: str
+    as_: str | None = Field(default=None, alias="as")
+
+    @field_validator("as_")
+    @classmethod
+    def _as(cls, v: str | None) -> str | None:
+        if v is not None and not _FIELD_PATH.match(v):
+            raise ValueError(f"{v!r} is not a field name (letters, digits and _, dots for paths)")
+        return v
+
+    @property
+    def name(self) -> str:
+        return self.as_ or self.field
+
+    @property
+    def column(self) -> str:
+        return self.name.replace(".", "__").replace("-", "_")
+
+
+class Join(_Model):
+    """A temporal join of the two `sources` on key equality within time windows."""
+
+    type: JoinType = JoinType.INNER
+    left: JoinSide
+    right: JoinSide
+    output: tuple[JoinOutput, ...] = Field(min_length=1)
+    allowed_lateness: Duration | None = None
+
+    @field_validator("allowed_lateness")
+    @classmethod
+    def _lateness(cls, v: timedelta | None) -> timedelta | None:
+        if v is not None and v < timedelta(0):
+            raise ValueError("must not be negative")
+        return v
+
+    @property
+    def lateness(self) -> timedelta:
+        """The watermark delay: by default the larger of the two windows."""
+        if self.allowed_lateness is not None:
+            return self.allowed_lateness
+        return max(self.left.time_window, self.right.time_window)
+
+
+def source_scope(source: KafkaSource) -> dict[str, FieldRef]:
+    """The fields a source offers: its schema fields and the Kafka metadata fields."""
+    scope = {f.name: FieldRef(f.name, f.column, f.type) for f in source.schema_.fields}
+    for name, (column, ftype) in KAFKA_FIELDS.items():
+        scope[name] = FieldRef(name, column, ftype)
+    return scope
+
+
+_KEY_TYPES = {
+    FieldType.STRING,
+    FieldType.INT,
+    FieldType.FLOAT,
+    FieldType.BOOL,
+    FieldType.TIMESTAMP,
+}
+
+
 # ---------------------------------------------------------------------------- pipeline
 
 
 class Pipeline(_Model):
-    """A whole pipeline document (format version 1)."""
+    """A whole pipeline document (format version 1): one `source`, or two `sources` + `join`."""
 
     version: Literal[1] = 1
     name: str
-    source: KafkaSource
+    source_: KafkaSource | None = Field(default=None, alias="source")
+    sources: tuple[JoinSource, ...] | None = None
     dedup: Dedup | None = None
+    join: Join | None = None
+    transform: tuple[Transform, ...] = ()
+    filter: str | None = None
     sink: ClickHouseSink
     dlq: Dlq = Dlq()
     runtime: Runtime = Runtime()
@@ -382,23 +634,217 @@ class Pipeline(_Model):
 
     @model_validator(mode="after")
     def _cross_check(self) -> Pipeline:
+        if self.source_ is not None and self.sources is not None:
+            raise ValueError(
+                "source: give either source (one topic) or sources (two joined topics), not both"
+            )
+        if self.source_ is None and self.sources is None:
+            raise ValueError("source: required field is missing")
+        if self.sources is not None:
+            scope = self._check_join()
+        else:
+            if self.join is not None:
+                raise ValueError("join: a join needs two sources: write them under sources")
+            scope = self._check_single_source()
+        scope = _check_stage(scope, self.transform, self.filter, "")
+        self._check_mapping(scope)
+        if self.dlq_table == self.sink.table:
+            raise ValueError("dlq.table: must differ from sink.table")
+        return self
+
+    def _check_single_source(self) -> dict[str, FieldRef]:
         schema = self.source.schema_
         if self.dedup is not None:
             for key in self.dedup.key:
                 if schema.field(key) is None:
                     raise ValueError(f"dedup.key: {key!r} is not a field of source.schema")
-        for i, m in enumerate(self.sink.mapping):
-            field = schema.field(m.field)
-            if field is None:
+            if self.dedup.mode is DedupMode.LAST:
+                version = self.dedup.version
+                field = schema.field(version)
+                vtype = field.type if field else KAFKA_FIELDS.get(version, ("", None))[1]
+                if vtype not in (FieldType.INT, FieldType.TIMESTAMP):
+                    raise ValueError(
+                        f"dedup.version_field: {version!r} must be an int or timestamp field of "
+                        "source.schema (or _kafka.offset / _kafka.timestamp)"
+                    )
+        return source_scope(self.source)
+
+    def _check_join(self) -> dict[str, FieldRef]:
+        sources = self.sources or ()
+        if len(sources) != 2:
+            raise ValueError(
+                f"sources: a join reads exactly two sources, got {len(sources)}; "
+                "a single topic goes under source"
+            )
+        if self.join is None:
+            raise ValueError("join: two sources need a join (type, left, right, output)")
+        if self.dedup is not None:
+            raise ValueError(
+                "dedup: with two sources, dedup goes inside each source (sources[i].dedup)"
+            )
+        ids = [s.id for s in sources]
+        if ids[0] == ids[1]:
+            raise ValueError(f"sources[1].name: both sources are called {ids[0]!r}; name them")
+        if sources[0].topic == sources[1].topic:
+            raise ValueError("sources[1].topic: the two sources must read different topics")
+        scopes: dict[str, dict[str, FieldRef]] = {}
+        for i, src in enumerate(sources):
+            where = f"sources[{i}]."
+            if src.dedup is not None:
+                for key in src.dedup.key:
+                    if src.schema_.field(key) is None:
+                        raise ValueError(
+                            f"{where}dedup.key: {key!r} is not a field of sources[{i}].schema"
+                        )
+                if src.dedup.mode is DedupMode.LAST:
+                    raise ValueError(
+                        f"{where}dedup.mode: mode last is not supported on joined sources "
+                        "(a joined row has no single version); use first or exact"
+                    )
+            scopes[src.id] = _check_stage(source_scope(src), src.transform, src.filter, where)
+        join = self.join
+        sides: dict[str, dict[str, FieldRef]] = {}
+        for side_name, side in (("left", join.left), ("right", join.right)):
+            if side.source not in scopes:
                 raise ValueError(
-                    f"sink.mapping[{i}].field: {m.field!r} is not a field of source.schema"
+                    f"join.{side_name}.source: {side.source!r} is not a source "
+                    f"(sources: {', '.join(ids)})"
                 )
-            problem = check_compatible(field.type, m.ch_type)
+            sides[side_name] = scopes[side.source]
+        if join.left.source == join.right.source:
+            raise ValueError("join.right.source: must differ from join.left.source")
+        if len(join.left.key) != len(join.right.key):
+            raise ValueError(
+                f"join.right.key: the left key has {len(join.left.key)} field(s), "
+                f"the right key {len(join.right.key)}"
+            )
+        for i, (lk, rk) in enumerate(zip(join.left.key, join.right.key, strict=True)):
+            for side_name, key in (("left", lk), ("right", rk)):
+                if key not in sides[side_name]:
+                    raise ValueError(
+                        f"join.{side_name}.key: {key!r} is not a field of source "
+                        f"{getattr(join, side_name).source!r}"
+                    )
+            lt, rt = sides["left"][lk].type, sides["right"][rk].type
+            if lt not in _KEY_TYPES or rt not in _KEY_TYPES:
+                bad = lk if lt not in _KEY_TYPES else rk
+                raise ValueError(
+                    f"join.left.key: {bad!r} is of type "
+                    f"{(lt if lt not in _KEY_TYPES else rt).value}; join keys are string, int, "
+                    "float, bool or timestamp fields"
+                )
+            numeric = {FieldType.INT, FieldType.FLOAT}
+            if lt != rt and not (lt in numeric and rt in numeric):
+                raise ValueError(
+                    f"join.right.key: {rk!r} is {rt.value} but the left key {lk!r} is {lt.value}; "
+                    "join keys must have compatible types"
+                    + (f" (key {i + 1})" if len(join.left.key) > 1 else "")
+                )
+        scope: dict[str, FieldRef] = {}
+        for i, out in enumerate(join.output):
+            side_scope = sides[out.from_]
+            if out.field not in side_scope:
+                raise ValueError(
+                    f"join.output[{i}].field: {out.field!r} is not a field of the {out.from_} "
+                    f"source {getattr(join, out.from_).source!r}"
+                )
+            if out.name in scope:
+                raise ValueError(
+                    f"join.output[{i}].as: the output name {out.name!r} is used twice; "
+                    "rename one with as"
+                )
+            if out.column in {f.column for f in scope.values()}:
+                raise ValueError(
+                    f"join.output[{i}].as: {out.name!r} collides with another output name "
+                    "once dots become '__'"
+                )
+            scope[out.name] = FieldRef(out.name, out.column, side_scope[out.field].type)
+        return scope
+
+    def _check_mapping(self, scope: dict[str, FieldRef]) -> None:
+        where = "source.schema" if self.sources is None else "the join output"
+        for i, m in enumerate(self.sink.mapping):
+            ref = scope.get(m.field)
+            if ref is None:
+                raise ValueError(
+                    f"sink.mapping[{i}].field: {m.field!r} is not a field of {where}"
+                    + (" or a computed field" if self.transform else "")
+                )
+            problem = check_compatible(ref.type, m.ch_type)
             if problem:
                 raise ValueError(f"sink.mapping[{i}].type: {problem}")
-        if self.dlq_table == self.sink.table:
-            raise ValueError("dlq.table: must differ from sink.table")
-        return self
+        if self.dedup is not None and self.dedup.mode is DedupMode.LAST:
+            self._check_versioned_table()
+
+    def _check_versioned_table(self) -> None:
+        """Mode last writes into ReplacingMergeTree(version) ORDER BY the key's columns."""
+        dedup = self.dedup
+        assert dedup is not None
+        by_field = {m.field: m for m in self.sink.mapping}
+        version = by_field.get(dedup.version)
+        if version is None:
+            raise ValueError(
+                f"sink.mapping: dedup.mode last keeps every version in the table; map the "
+                f"version field {dedup.version!r} to a column, e.g. "
+                f"{{field: {dedup.version}, column: _version, type: UInt64}}"
+            )
+        ch = version.ch_type
+        if ch.name in ("Nullable", "LowCardinality") or ch.inner.name not in VERSION_TYPES:
+            raise ValueError(
+                f"sink.mapping[{self.sink.mapping.index(version)}].type: the version column of "
+                "a ReplacingMergeTree must be a non-Nullable UInt*/Int*, Date, DateTime or "
+                f"DateTime64, not {ch}"
+            )
+        key_columns = []
+        for key in dedup.key:
+            if key not in by_field:
+                raise ValueError(
+                    f"sink.mapping: dedup.mode last needs the key field {key!r} mapped to a "
+                    "column (the table keeps one row per key)"
+                )
+            key_columns.append(by_field[key].column)
+        if self.sink.order_by is not None and set(self.sink.order_by) != set(key_columns):
+            raise ValueError(
+                f"sink.order_by: with dedup.mode last the table is ordered by the key's "
+                f"columns ({', '.join(key_columns)}), so ReplacingMergeTree keeps one row per key"
+            )
+
+    @property
+    def source(self) -> KafkaSource:
+        """The single source, or the join's left source (what summaries and names refer to)."""
+        if self.source_ is not None:
+            return self.source_
+        sources = self.sources or ()
+        if self.join is not None:
+            for s in sources:
+                if s.id == self.join.left.source:
+                    return s
+        return sources[0]
+
+    @property
+    def inputs(self) -> tuple[KafkaSource, ...]:
+        """Every source the pipeline reads."""
+        return (self.source_,) if self.source_ is not None else tuple(self.sources or ())
+
+    def source_by_id(self, source_id: str) -> JoinSource:
+        return next(s for s in self.sources or () if s.id == source_id)
+
+    @property
+    def replacing_version_column(self) -> str | None:
+        """The version column of a ReplacingMergeTree table (dedup mode last), else None."""
+        if self.dedup is None or self.dedup.mode is not DedupMode.LAST:
+            return None
+        return next(m.column for m in self.sink.mapping if m.field == self.dedup.version)
+
+    @property
+    def table_order_by(self) -> tuple[str, ...]:
+        """ORDER BY of a table the sink creates."""
+        if self.sink.order_by:
+            return self.sink.order_by
+        if self.replacing_version_column is not None and self.dedup is not None:
+            by_field = {m.field: m.column for m in self.sink.mapping}
+            return tuple(by_field[k] for k in self.dedup.key)
+        return (self.sink.mapping[0].column,)
 
     @property
     def consumer_group(self) -> str:

@@ -20,13 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamsift.config.models import Pipeline
+from streamsift.runtime.query import SORT_KEY as OUTPUT_SORT_KEY
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
 
 log = logging.getLogger("streamsift.runtime")
 
 FAULT_ENV = "STREAMSIFT_FAULT"  # "kill_after_insert:K": SIGKILL the pipeline after K inserts
-SORT_KEY = [("_topic", "ascending"), ("_partition", "ascending"), ("_offset", "ascending")]
+SORT_KEY = [(c, "ascending") for c in OUTPUT_SORT_KEY]  # unique per row, never null
 _inserts_in_process = 0
 
 
@@ -73,7 +74,7 @@ class BatchWriter:
                 refused.append(start + f.index)
                 reasons[start + f.index] = f"ClickHouse error {f.code}: {_one_line(f.message)}"
             self._fault_point()
-        dead = self._dead_letters(data.filter(bad_mask), "parse", None)
+        dead = self._dead_letters(data.filter(bad_mask), None, None)
         if refused:
             refused_rows = rows.take(pa.array(refused, pa.int64()))
             dead = pa.concat_tables(
@@ -87,24 +88,27 @@ class BatchWriter:
         late = pc.sum(rows.column("_late").cast(pa.int64())).as_py() or 0
         return BatchCounts(out.num_rows - len(refused), dead.num_rows, late)
 
-    def _dead_letters(self, bad: pa.Table, stage: str, errors: list[str] | None) -> pa.Table:
+    def _dead_letters(self, bad: pa.Table, stage: str | None, errors: list[str] | None) -> pa.Table:
+        """`stage` None: each row's own `_stage` (parse, transform or filter)."""
         n = bad.num_rows
         messages = errors if errors is not None else bad.column("_error").to_pylist()
+        stages = [stage] * n if stage else bad.column("_stage").to_pylist()
         classes = [
-            _sink_error_class(m) if stage == "sink" else _parse_error_class(m) for m in messages
+            _sink_error_class(m) if s == "sink" else _parse_error_class(m, s)
+            for m, s in zip(messages, stages, strict=True)
         ]
         now = datetime.now(timezone.utc)
         return pa.Table.from_arrays(
             [
                 pa.array([self.pipeline.name] * n, pa.string()),
-                pa.array([self.pipeline.source.id] * n, pa.string()),
+                bad.column("_source"),
                 bad.column("_topic"),
                 bad.column("_partition"),
                 bad.column("_offset"),
                 bad.column("_kafka_ts").cast(pa.timestamp("ms", tz="UTC")),
                 bad.column("_key"),
-                pc.fill_null(bad.column("_raw"), b"") if stage == "parse" else self._payloads(bad),
-                pa.array([stage] * n, pa.string()),
+                pc.fill_null(bad.column("_raw"), b"") if stage is None else self._payloads(bad),
+                pa.array(stages, pa.string()),
                 pa.array(classes, pa.string()),
                 pa.array(messages, pa.string()),
                 pa.array([now] * n, pa.timestamp("ms", tz="UTC")),
@@ -137,7 +141,9 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:1000]
 
 
-def _parse_error_class(message: str | None) -> str:
+def _parse_error_class(message: str | None, stage: str | None = "parse") -> str:
+    if stage in ("filter", "transform"):
+        return f"{stage}_failed"
     if not message:
         return "unknown"
     if message.startswith(("malformed JSON", "payload is not valid")):

@@ -3,6 +3,8 @@
 The runtime hands this object to the Kafka source. Its output rows carry the typed fields
 plus metadata columns; rows whose `_error` is set are dead letters and pass dedup untouched,
 so the sink can route them to the DLQ in the same micro-batch (one query, one checkpoint).
+The raw payload and key travel only with dead letters, unless `keep_raw` asks for them on
+every row (a later filter or computed field may still send a row to the DLQ).
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from streamsift.config.models import Dedup, Schema
+from streamsift.config.models import Dedup, DedupMode, Schema
 from streamsift.config.types import FieldType
 from streamsift.sources.kafka import KafkaRecords
-from streamsift.transforms.dedup import PartitionDedup, encode_key
+from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
 from streamsift.transforms.parse import FieldSpec, JsonParser, require_present
 
 OUTPUT_BATCH_ROWS = 100_000
@@ -71,18 +73,37 @@ class SourceProcessor:
     dedup_keys: tuple[FieldSpec, ...] = ()
     window_us: int = 0
     state_dir: str | None = None
+    mode: str = DedupMode.FIRST.value
+    keep_raw: bool = False
 
     @classmethod
-    def build(cls, schema: Schema, dedup: Dedup | None, state_dir: Path | None) -> SourceProcessor:
+    def build(
+        cls,
+        schema: Schema,
+        dedup: Dedup | None,
+        state_dir: Path | None,
+        keep_raw: bool = False,
+    ) -> SourceProcessor:
+        """`state_dir` is the checkpoint's `dedup` directory; other modes keep theirs beside it
+        (`dedup-last`, `dedup-exact`), so changing the mode starts from an empty state."""
         specs = tuple(FieldSpec(f.name, f.column, f.type) for f in schema.fields)
         by_name = {s.path: s for s in specs}
+        mode = dedup.mode if dedup else DedupMode.FIRST
+        if dedup and state_dir and mode is not DedupMode.FIRST:
+            state_dir = state_dir.parent / f"{state_dir.name}-{mode.value}"
         return cls(
             fields=specs,
             event_time=by_name[schema.event_time] if schema.event_time else None,
             dedup_keys=tuple(by_name[k] for k in dedup.key) if dedup else (),
             window_us=int(dedup.time_window.total_seconds() * 1_000_000) if dedup else 0,
             state_dir=str(state_dir) if dedup and state_dir else None,
+            mode=mode.value,
+            keep_raw=keep_raw,
         )
+
+    @property
+    def dedups(self) -> bool:
+        return self.state_dir is not None and (bool(self.dedup_keys) or self.mode == "exact")
 
     def spark_struct(self) -> StructType:
         data = [StructField(f.column, _SPARK_TYPES[f.type], True) for f in self.fields]
@@ -111,10 +132,10 @@ class SourceProcessor:
 
         keep = [True] * n
         late = [False] * n
-        if self.dedup_keys and self.state_dir:
+        if self.dedups:
             keep, late = self._dedup(records, table, event_time, errors)
 
-        good = [e is None for e in errors]
+        drop_raw = [e is None and not self.keep_raw for e in errors]
         columns = {name: table.column(name) for name in table.column_names}
         columns.update(
             _topic=pa.array([records.topic] * n, pa.string()),
@@ -124,10 +145,10 @@ class SourceProcessor:
             _event_time=event_time,
             _late=pa.array(late, pa.bool_()),
             _key=pa.array(
-                [None if ok else k for ok, k in zip(good, records.keys, strict=True)], pa.binary()
+                [None if ok else k for ok, k in zip(drop_raw, records.keys, strict=True)], pa.binary()
             ),
             _raw=pa.array(
-                [None if ok else v for ok, v in zip(good, records.values, strict=True)], pa.binary()
+                [None if ok else v for ok, v in zip(drop_raw, records.values, strict=True)], pa.binary()
             ),
             _error=pa.array(errors, pa.string()),
         )
@@ -151,13 +172,30 @@ class SourceProcessor:
     def _dedup(
         self, records: KafkaRecords, table: pa.Table, event_time: pa.Array, errors: list[str | None]
     ) -> tuple[list[bool], list[bool]]:
+        assert self.state_dir is not None
         idx = [i for i, e in enumerate(errors) if e is None]
-        key_cols = [table.column(f.column).to_pylist() for f in self.dedup_keys]
         times = pc.cast(event_time, pa.int64()).to_pylist()
-        keys = [encode_key([col[i] for col in key_cols]) for i in idx]
+        hashes = None
+        if self.mode == "first":
+            key_cols = [table.column(f.column).to_pylist() for f in self.dedup_keys]
+            keys = [encode_key([col[i] for col in key_cols]) for i in idx]
+        elif self.mode == "exact":
+            keys = [payload_hash(records.values[i]) for i in idx]  # type: ignore[arg-type]
+        else:  # last: by key, dropping only repeats of the key's latest payload
+            key_cols = [table.column(f.column).to_pylist() for f in self.dedup_keys]
+            keys = [encode_key([col[i] for col in key_cols]) for i in idx]
+            hashes = [payload_hash(records.values[i]) for i in idx]  # type: ignore[arg-type]
         decision = PartitionDedup(
-            Path(self.state_dir) / records.topic / f"p{records.partition}", self.window_us
-        ).decide(keys, [times[i] for i in idx], [records.offsets[i] for i in idx], records.start)
+            Path(self.state_dir) / records.topic / f"p{records.partition}",
+            self.window_us,
+            compare_payload=self.mode == "last",
+        ).decide(
+            keys,
+            [times[i] for i in idx],
+            [records.offsets[i] for i in idx],
+            records.start,
+            hashes,
+        )
         keep = [True] * len(errors)
         late = [False] * len(errors)
         for j, i in enumerate(idx):

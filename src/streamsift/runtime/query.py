@@ -2,7 +2,13 @@
 
 The output frame is the seam between the data path and the sink: one column per mapped
 ClickHouse column (named and ordered as `sink.mapping`), then the metadata columns in
-`OUTPUT_META`. Rows whose `_error` is set are dead letters; the batch writer routes them.
+`OUTPUT_META`. Rows whose `_error` is set are dead letters (`_stage` says where they failed,
+`_source` which source they came from); the batch writer routes them.
+
+Sorting the rows of a batch by `SORT_KEY` (all non-null) gives the same order on every
+re-run: a joined row is identified by its left record (topic, partition, offset) and its
+right record (`_rpartition`, `_roffset`, -1 when there is none, e.g. a left-outer row, a
+dead letter or a single-source pipeline).
 """
 
 from __future__ import annotations
@@ -12,14 +18,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamsift.config.models import KafkaSource, Pipeline
+from streamsift.config.models import Dedup, FieldRef, KafkaSource, Pipeline, source_scope
 from streamsift.runtime.processor import SourceProcessor
 from streamsift.sources.kafka import KafkaReadSpec, KafkaStreamReader, make_data_source
+from streamsift.transforms.expressions import Stage, apply_stage, drop_raw_of_good_rows
 
 DEFAULT_MAX_ROWS_PER_BATCH = 200_000
 
 # Metadata every output row carries after the mapped columns (see runtime/processor.py).
-OUTPUT_META = ("_topic", "_partition", "_offset", "_kafka_ts", "_late", "_key", "_raw", "_error")
+OUTPUT_META = (
+    "_topic",
+    "_partition",
+    "_offset",
+    "_kafka_ts",
+    "_late",
+    "_key",
+    "_raw",
+    "_error",
+    "_stage",
+    "_source",
+    "_rpartition",
+    "_roffset",
+)
+# The order in which the sink must sort a batch's rows before cutting it into chunks.
+SORT_KEY = ("_topic", "_partition", "_offset", "_rpartition", "_roffset")
 
 
 @dataclass
@@ -49,23 +71,82 @@ def source_name(pipeline: Pipeline, source: KafkaSource) -> str:
 
 def build_stream(spark: Any, pipeline: Pipeline, checkpoint: Path, new_query: bool) -> StreamPlan:
     """Register the pipeline's source(s) with Spark and return the output frame."""
-    from pyspark.sql import functions as F
+    initial: dict[str, int] = {}
+    if pipeline.join is not None:
+        from streamsift.transforms.join import build_join
+
+        sides = {}
+        for src in pipeline.sources or ():
+            stage = Stage(src.transform, src.filter, f"sources[{pipeline.inputs.index(src)}].")
+            frame = read_source(
+                spark, pipeline, src, src.dedup, stage, checkpoint, new_query, initial
+            )
+            sides[src.id] = (frame, _scope_after(source_scope(src), stage))
+        frame, scope = build_join(pipeline, sides)
+        frame = apply_stage(frame, Stage(pipeline.transform, pipeline.filter), scope)
+        for t in pipeline.transform:
+            scope[t.name] = FieldRef(t.name, t.name, t.type)
+        return StreamPlan(output_frame(frame, pipeline, scope), initial)
 
     src = pipeline.source
-    processor = SourceProcessor.build(src.schema_, pipeline.dedup, checkpoint / "dedup")
+    stage = Stage(pipeline.transform, pipeline.filter)
+    frame = read_source(spark, pipeline, src, pipeline.dedup, stage, checkpoint, new_query, initial)
+    return StreamPlan(output_frame(frame, pipeline, _scope_after(source_scope(src), stage)), initial)
+
+
+def read_source(
+    spark: Any,
+    pipeline: Pipeline,
+    src: KafkaSource,
+    dedup: Dedup | None,
+    stage: Stage,
+    checkpoint: Path,
+    new_query: bool,
+    initial: dict[str, int],
+) -> Any:
+    """One Kafka source as a streaming frame: parsed, deduplicated, transformed, filtered.
+
+    Adds `_stage` ('parse' on dead letters from the source) and `_source` (the source's id).
+    """
+    from pyspark.sql import functions as F
+
+    processor = SourceProcessor.build(
+        src.schema_, dedup, checkpoint / "dedup", keep_raw=not stage.empty
+    )
     spec = read_spec(pipeline, src)
-    initial: dict[str, int] = {}
     if new_query:
         # Spark reports no start offsets for a new query's first batch: count from here.
         probe = KafkaStreamReader(spec, processor)
         try:
-            initial = probe.initialOffset()
+            initial.update(probe.initialOffset())
         finally:
             probe.stop()
     name = source_name(pipeline, src)
     spark.dataSource.register(make_data_source(name, spec, processor))
     frame = spark.readStream.format(name).load()
-    columns = {f.name: f.column for f in src.schema_.fields}
-    mapped = [F.col(columns[m.field]).alias(m.column) for m in pipeline.sink.mapping]
-    frame = frame.select(*mapped, *[F.col(c) for c in OUTPUT_META])
-    return StreamPlan(frame, initial)
+    frame = frame.withColumns(
+        {
+            "_stage": F.when(F.col("_error").isNotNull(), F.lit("parse")),
+            "_source": F.lit(src.id),
+        }
+    )
+    if not stage.empty:
+        frame = drop_raw_of_good_rows(apply_stage(frame, stage, source_scope(src)))
+    return frame
+
+
+def _scope_after(scope: dict[str, FieldRef], stage: Stage) -> dict[str, FieldRef]:
+    scope = dict(scope)
+    for t in stage.transforms:
+        scope[t.name] = FieldRef(t.name, t.name, t.type)
+    return scope
+
+
+def output_frame(frame: Any, pipeline: Pipeline, scope: dict[str, FieldRef]) -> Any:
+    """Select the mapped columns (as named in the sink) and the metadata columns."""
+    from pyspark.sql import functions as F
+
+    mapped = [F.col(scope[m.field].column).alias(m.column) for m in pipeline.sink.mapping]
+    defaults = {"_rpartition": F.lit(-1).cast("int"), "_roffset": F.lit(-1).cast("long")}
+    meta = [F.col(c) if c in frame.columns else defaults[c].alias(c) for c in OUTPUT_META]
+    return frame.select(*mapped, *meta)

@@ -14,10 +14,18 @@ micro-batch whatever their times, keeps keys until the watermark passes first + 
 Replays: Spark re-runs an uncommitted micro-batch over the same offset range. Every state
 entry remembers the offset that wrote it and the entry it replaced, so a re-run of range
 [start, end) reads the state as it was before `start` and decides exactly as the first run.
+
+Modes (docs/semantics.md): `first` keys by the dedup key; `exact` keys by a hash of the
+canonical payload, with the same first-wins rule; `last` keys by the dedup key but compares
+payload hashes too: a record is dropped only when it repeats the payload of the key's latest
+kept version within the window, so every new version passes (an A, B, A sequence keeps all
+three, and the table's ReplacingMergeTree keeps the last).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,8 +34,12 @@ from pathlib import Path
 from rocksdict import Options, Rdict, WriteBatch
 
 _ENTRY = struct.Struct("<qqqq")  # kept time (us), kept offset, previous time, previous offset
+# Mode last also remembers the payload hash of the kept and the previous version.
+_VERSIONED_ENTRY = struct.Struct("<qq16sqq16s")
 _META_KEY = b"\x00meta"
 NONE = -1
+_NO_HASH = b"\x00" * 16
+Ref = tuple[int, int, bytes]  # event time (us), offset, payload hash
 
 
 @dataclass(frozen=True)
@@ -43,10 +55,17 @@ class DedupDecision:
 class PartitionDedup:
     """The dedup memory of one Kafka partition; open it for one offset range at a time."""
 
-    def __init__(self, path: str | Path, window_us: int, cleanup_every: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        window_us: int,
+        cleanup_every: int = 1_000_000,
+        compare_payload: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.window_us = window_us
         self.cleanup_every = cleanup_every
+        self.compare_payload = compare_payload  # mode last: drop only repeats of the latest payload
 
     def decide(
         self,
@@ -54,14 +73,20 @@ class PartitionDedup:
         times_us: Sequence[int],
         offsets: Sequence[int],
         start: int,
+        hashes: Sequence[bytes] | None = None,
     ) -> DedupDecision:
-        """Decide keep/drop for records (in offset order) of the range starting at `start`."""
+        """Decide keep/drop for records (in offset order) of the range starting at `start`.
+
+        `hashes` (payload hashes, one per record) are needed with `compare_payload`.
+        """
+        if self.compare_payload and hashes is None:
+            raise ValueError("payload hashes are needed to compare payloads")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
         db = Rdict(str(self.path), opts)
         try:
-            return self._decide(db, keys, times_us, offsets, start)
+            return self._decide(db, keys, times_us, offsets, start, hashes)
         finally:
             db.close()
 
@@ -72,6 +97,7 @@ class PartitionDedup:
         times_us: Sequence[int],
         offsets: Sequence[int],
         start: int,
+        hashes: Sequence[bytes] | None,
     ) -> DedupDecision:
         window = self.window_us
         hw_before = _resolve(db.get(_META_KEY), start)
@@ -80,32 +106,37 @@ class PartitionDedup:
 
         unique = list(dict.fromkeys(keys))
         stored = db.get(unique) if unique else []
-        prior: dict[bytes, tuple[int, int] | None] = {
-            k: _resolve(v, start) for k, v in zip(unique, stored, strict=True)
+        resolve = _resolve_versioned if self.compare_payload else _resolve_plain
+        prior: dict[bytes, Ref | None] = {
+            k: resolve(v, start) for k, v in zip(unique, stored, strict=True)
         }
-        current: dict[bytes, tuple[int, int]] = {}  # kept in this range: key -> (time, offset)
+        current: dict[bytes, Ref] = {}  # kept in this range: key -> (time, offset, hash)
         keep: list[bool] = []
         late: list[bool] = []
         newest = hw
-        for key, t, off in zip(keys, times_us, offsets, strict=True):
+        payloads = hashes if hashes is not None else [_NO_HASH] * len(keys)
+        for key, t, off, h in zip(keys, times_us, offsets, payloads, strict=True):
             if late_before is not None and t < late_before:
                 keep.append(True)
                 late.append(True)
                 continue
             late.append(False)
             ref = current.get(key) or prior[key]
-            if ref is not None and abs(t - ref[0]) < window:
+            if ref is not None and abs(t - ref[0]) < window and ref[2] == h:
                 keep.append(False)
                 continue
             keep.append(True)
-            current[key] = (t, off)
+            current[key] = (t, off, h)
             if newest is None or t > newest:
                 newest = t
 
         batch = WriteBatch(raw_mode=True)
-        for key, (t, off) in current.items():
-            base = prior[key] or (NONE, NONE)
-            batch.put(key, _ENTRY.pack(t, off, base[0], base[1]))
+        for key, (t, off, h) in current.items():
+            base = prior[key] or (NONE, NONE, _NO_HASH)
+            if self.compare_payload:
+                batch.put(key, _VERSIONED_ENTRY.pack(t, off, h, base[0], base[1], base[2]))
+            else:
+                batch.put(key, _ENTRY.pack(t, off, base[0], base[1]))
         if newest is not None and offsets:
             base_hw = hw_before or (NONE, NONE)
             batch.put(_META_KEY, _ENTRY.pack(newest, offsets[-1], base_hw[0], base_hw[1]))
@@ -121,13 +152,31 @@ class PartitionDedup:
     def _cleanup(self, db: Rdict, older_than_us: int, start: int) -> None:
         """Forget keys no non-late record can match any more (kept more than 2 windows ago)."""
         batch = WriteBatch(raw_mode=True)
+        entry = _VERSIONED_ENTRY if self.compare_payload else _ENTRY
         for key, value in db.items():
             if key == _META_KEY:
                 continue
-            t, off, _, _ = _ENTRY.unpack(value)
+            t, off = entry.unpack(value)[:2]
             if t < older_than_us and off < start:
                 batch.delete(key)
         db.write(batch)
+
+
+def _resolve_plain(value: bytes | None, start: int) -> Ref | None:
+    entry = _resolve(value, start)
+    return (entry[0], entry[1], _NO_HASH) if entry else None
+
+
+def _resolve_versioned(value: bytes | None, start: int) -> Ref | None:
+    """Like `_resolve`, for entries that also hold payload hashes (mode last)."""
+    if value is None:
+        return None
+    t, off, h, prev_t, prev_off, prev_h = _VERSIONED_ENTRY.unpack(value)
+    if off < start:
+        return t, off, h
+    if prev_off != NONE and prev_off < start:
+        return prev_t, prev_off, prev_h
+    return None
 
 
 def _resolve(value: bytes | None, start: int) -> tuple[int, int] | None:
@@ -147,3 +196,14 @@ def encode_key(values: Sequence[object]) -> bytes:
     if len(values) == 1 and isinstance(values[0], str):
         return values[0].encode()
     return "\x1f".join("\x00" if v is None else repr(v) for v in values).encode()
+
+
+def payload_hash(raw: bytes) -> bytes:
+    """A 16-byte hash of a JSON payload in canonical form (keys sorted, no whitespace).
+
+    Two payloads that differ only in key order or spacing hash the same; `1` and `1.0` differ.
+    """
+    canonical = json.dumps(
+        json.loads(raw), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.blake2b(canonical.encode(), digest_size=16).digest()
