@@ -79,7 +79,9 @@ class Broker:
             if self.process.poll() is not None:
                 raise BrokerError(f"tansu exited with code {self.process.returncode} on start")
             try:
-                AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=1)
+                AdminClient(
+                    {"bootstrap.servers": self.bootstrap_servers, "log_level": 0}
+                ).list_topics(timeout=1)
                 return self
             except KafkaException:
                 time.sleep(0.1)
