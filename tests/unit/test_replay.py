@@ -1,0 +1,143 @@
+"""Replay's re-processing of dead letters (no ClickHouse, no Spark): what passes the current
+schema, how it is mapped, and which pipelines replay refuses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from streamsift.config import parse_pipeline
+from streamsift.runtime.replay import Replayer, ReplayUnsupported
+from streamsift.sinks.dlq_store import DeadLetter
+
+T = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
+
+
+def doc(**extra: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": "orders",
+        "source": {
+            "bootstrap_servers": "127.0.0.1:9092",
+            "topic": "orders",
+            "schema": {
+                "fields": [
+                    {"name": "id", "type": "string"},
+                    {"name": "user.id", "type": "string"},
+                    {"name": "amount", "type": "float"},
+                ]
+            },
+        },
+        "dedup": {"key": "id", "time_window": "1h"},
+        "sink": {
+            "clickhouse": {"path": "/tmp/replay-unit-unused"},
+            "table": "orders",
+            "mapping": [
+                {"field": "id", "column": "id", "type": "String"},
+                {"field": "user.id", "column": "user_id", "type": "String"},
+                {"field": "amount", "column": "amount", "type": "Float64"},
+                {"field": "_kafka.offset", "column": "src_offset", "type": "Int64"},
+            ],
+        },
+    }
+    base.update(extra)
+    return base
+
+
+def letter(offset: int, payload: bytes, origin: str = "parse") -> DeadLetter:
+    return DeadLetter(
+        topic="orders",
+        partition=offset % 2,
+        offset=offset,
+        failed_at_ms=T,
+        kafka_timestamp_ms=T,
+        key=None,
+        payload=payload,
+        origin=origin,
+        origin_error_class="type_mismatch",
+        origin_error="field 'amount': expected int, got number",
+        stage=origin,
+        error_class="type_mismatch",
+        error="...",
+        state="",
+        seq=0,
+        chunk="",
+        attempts=0,
+    )
+
+
+def test_process_parses_maps_and_keeps_chunk_order():
+    replayer = Replayer(parse_pipeline(doc()))
+    letters = [
+        letter(10, b'{"id": "a", "user": {"id": "u1"}, "amount": 1.5}'),
+        letter(11, b'{"id": "b", "amount": "cheap"}'),  # still the wrong type
+        letter(
+            12,
+            json.dumps({"id": "c", "user_id": "u3", "amount": -2.0, "src_offset": 12}).encode(),
+            "sink",
+        ),
+        letter(13, b'{"user": {"id": "u4"}, "amount": 4}'),  # no dedup key
+        letter(14, b"not json"),
+    ]
+    outcome = replayer.process(letters)
+    assert outcome.rows.column_names == ["id", "user_id", "amount", "src_offset"]
+    assert outcome.rows.to_pylist() == [
+        {"id": "a", "user_id": "u1", "amount": 1.5, "src_offset": 10},
+        {"id": "c", "user_id": "u3", "amount": -2.0, "src_offset": 12},
+    ]
+    assert outcome.row_index == [0, 2]
+    assert {i: (s, c) for i, (s, c, _) in outcome.failures.items()} == {
+        1: ("parse", "type_mismatch"),
+        3: ("parse", "missing_field"),
+        4: ("parse", "malformed_json"),
+    }
+    assert "'amount'" in outcome.failures[1][2]
+
+
+def test_process_with_nothing_passing_gives_no_rows():
+    outcome = Replayer(parse_pipeline(doc())).process([letter(1, b"[1, 2]")])
+    assert outcome.rows.num_rows == 0 and outcome.row_index == []
+    assert outcome.failures[0][:2] == ("parse", "not_an_object")
+
+
+@pytest.mark.parametrize(
+    "extra, reason",
+    [
+        ({"filter": "amount > 0"}, "computed fields or a filter"),
+        (
+            {"transform": [{"name": "cents", "expression": "amount * 100", "type": "float"}]},
+            "computed fields or a filter",
+        ),
+    ],
+)
+def test_pipelines_with_spark_expressions_are_refused(extra, reason):
+    with pytest.raises(ReplayUnsupported) as refused:
+        Replayer(parse_pipeline(doc(**extra)))
+    assert reason in str(refused.value) and refused.value.hint
+
+
+def test_joined_pipelines_are_refused():
+    left = doc()["source"]
+    right = dict(left, topic="users", name="users")
+    pipeline = parse_pipeline(
+        {
+            "name": "joined",
+            "sources": [dict(left, name="orders"), right],
+            "join": {
+                "left": {"source": "orders", "key": "user.id", "time_window": "1h"},
+                "right": {"source": "users", "key": "user.id", "time_window": "1h"},
+                "output": [{"from": "left", "field": "id"}, {"from": "right", "field": "amount"}],
+            },
+            "sink": {
+                "clickhouse": {"path": "/tmp/replay-unit-unused"},
+                "table": "joined",
+                "mapping": [
+                    {"field": "id", "column": "id", "type": "String"},
+                    {"field": "amount", "column": "amount", "type": "Float64"},
+                ],
+            },
+        }
+    )
+    with pytest.raises(ReplayUnsupported, match="joins two sources"):
+        Replayer(pipeline)
