@@ -177,8 +177,9 @@ class ClickHouseWriter:
 
     @property
     def client(self) -> Any:
+        """The connection, opened on first use; callers retry it with the statement."""
         if self._client is None:
-            self._client = self.retry.run(lambda: connect(self.conn), "connect", self.on_status)
+            self._client = connect(self.conn)
         return self._client
 
     def command(self, sql: str) -> Any:
