@@ -18,10 +18,14 @@ def setup_logging(verbose: bool) -> None:
         stream=sys.stderr,
     )
     quiet = logging.INFO if verbose else logging.WARNING
-    for name in ("py4j", "py4j.clientserver", "py4j.java_gateway", "streamsift.kafka.librdkafka"):
-        logging.getLogger(name).setLevel(
-            quiet if name != "streamsift.kafka.librdkafka" else logging.ERROR
-        )
+    for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
+        logging.getLogger(name).setLevel(quiet)
+    # librdkafka repeats a connection failure every few milliseconds and clickhouse_connect
+    # warns on every retried attempt; streamsift reports both once, in its own words.
+    logging.getLogger("streamsift.kafka.librdkafka").setLevel(
+        logging.WARNING if verbose else logging.CRITICAL
+    )
+    logging.getLogger("clickhouse_connect").setLevel(logging.WARNING if verbose else logging.ERROR)
 
 
 class StatusLine:
