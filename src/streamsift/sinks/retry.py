@@ -17,7 +17,7 @@ log = logging.getLogger("streamsift.sink")
 @dataclass(frozen=True)
 class RetryPolicy:
     initial_s: float = 0.5
-    max_s: float = 30.0
+    max_s: float = 10.0
     give_up_after_s: float = 600.0
 
     def run(
