@@ -497,8 +497,31 @@ JOIN_V3: dict[str, Any] = {
 }
 
 
-def test_v3_join_is_refused() -> None:
-    assert problems(JOIN_V3) == ["join: GlassFlow join pipelines are not supported yet"]
+def test_v3_join_is_imported() -> None:
+    doc = convert_glassflow(JOIN_V3)
+    assert [src["name"] for src in doc["sources"]] == ["orders", "users"]
+    assert doc["join"] == {
+        "type": "inner",
+        "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
+        "right": {"source": "users", "key": "user.id", "time_window": "1h"},
+        "output": [
+            {"from": "left", "field": "order_id"},
+            {"from": "right", "field": "user.name", "as": "user_name"},
+        ],
+    }
+    pipeline = parse_pipeline(JOIN_V3)
+    assert pipeline.join is not None and pipeline.source.topic == "orders"
+
+
+def test_v3_join_errors_name_the_glassflow_field() -> None:
+    doc = changed(JOIN_V3, "join.right_source.key", "user.nope")
+    assert problems(doc) == [
+        "join.right_source.key: join key 'user.nope' not found in schema_fields for source 'users'"
+    ]
+    doc = changed(JOIN_V3, "join.output_fields[1].name", "nope")
+    assert problems(doc) == [
+        "join.output_fields[1].name: join output field 'nope' not found in schema for source 'users'"
+    ]
 
 
 def test_v1_join_is_refused() -> None:
@@ -535,38 +558,47 @@ def test_two_sources_without_join_are_refused() -> None:
     ]
 
 
-def test_v3_filter_is_refused() -> None:
+def test_v3_filter_and_stateless_are_translated() -> None:
     doc = changed(
         example("v3"),
         "transforms",
         [
-            {"type": "filter", "source_id": "users", "config": {"expression": "user.id != ''"}},
+            {
+                "type": "filter",
+                "source_id": "users",
+                "config": {"expression": "user.id != '' && !(user.name in ['bot', \"x\"])"},
+            },
             {
                 "type": "dedup",
                 "source_id": "users",
                 "config": {"key": "event_id", "time_window": "1h"},
             },
+            {
+                "type": "stateless",
+                "source_id": "users",
+                "config": {
+                    "transforms": [
+                        {
+                            "expression": "user.name",
+                            "output_name": "user.name",
+                            "output_type": "string",
+                        },
+                        {"expression": "len(tags) * 2", "output_name": "n", "output_type": "int"},
+                    ]
+                },
+            },
         ],
     )
     assert problems(doc) == [
-        "transforms[0].type: GlassFlow filter transforms are not supported yet"
+        "transforms[2].config.transforms[1].expression: cannot translate GlassFlow expression "
+        "'len(tags) * 2': function calls (len(...)) are not translated; streamsift translates "
+        "comparisons, &&, ||, !, arithmetic, literals, field paths and in lists"
     ]
-
-
-def test_v3_stateless_transform_is_refused() -> None:
-    stateless = {
-        "type": "stateless",
-        "source_id": "users",
-        "config": {
-            "transforms": [
-                {"expression": "upper(user.name)", "output_name": "name", "output_type": "string"}
-            ]
-        },
-    }
-    doc = changed(example("v3"), "transforms[1]", stateless)
-    assert problems(doc) == [
-        "transforms[1].type: GlassFlow stateless transforms (computed fields) are not supported yet"
-    ]
+    doc["transforms"][2]["config"]["transforms"][1]["expression"] = "-(2 + 3) % 2"
+    out = convert_glassflow(doc)
+    assert out["filter"] == "((`user.id` != '') AND (NOT ((`user.name` IN ('bot', 'x')))))"
+    assert out["transform"] == [{"name": "n", "expression": "((-((2 + 3))) % 2)", "type": "int"}]
+    assert parse_pipeline(doc).filter == out["filter"]
 
 
 def test_v2_filter_and_stateless_are_refused() -> None:

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from streamsift.config.durations import format_duration
 from streamsift.config.errors import ConfigError
+from streamsift.config.exprlang import ExprLangError, translate
 from streamsift.config.loader import format_validation_error
 from streamsift.config.models import MAX_DEDUP_WINDOW, Pipeline
 from streamsift.config.types import (
@@ -363,9 +364,13 @@ class _Converter:
 
     def convert(self, *, create_table: bool) -> dict[str, Any]:
         name = self.pipeline_name()
+        extras: dict[str, Any] = {}
         if self.version == "v3":
             self.refuse_v3()
-            source, fields, dedup, sink_input = self.v3_source_and_dedup()
+            join = self.doc.get("join")
+            if isinstance(join, dict) and join.get("enabled"):
+                return self.v3_join(name, create_table)
+            source, fields, dedup, sink_input = self.v3_source_and_dedup(extras)
             sink = self.v3_sink(fields, sink_input)
         else:
             self.refuse_legacy()
@@ -375,6 +380,7 @@ class _Converter:
         document: dict[str, Any] = {"version": 1, "name": name, "source": source}
         if dedup is not None:
             document["dedup"] = dedup
+        document.update(extras)
         assert sink is not None  # no problems means the sink was read
         document["sink"] = {}
         for key, value in sink.items():  # create_table right after table, where readers look
@@ -429,8 +435,6 @@ class _Converter:
         refused: list[str] = []
         join = self.doc.get("join")
         joined = isinstance(join, dict) and bool(join.get("enabled"))
-        if joined:
-            refused.append("join: GlassFlow join pipelines are not supported yet")
         sources = self.doc.get("sources")
         if isinstance(sources, list):
             for i, src in enumerate(sources):
@@ -452,14 +456,10 @@ class _Converter:
         if isinstance(transforms, list):
             for i, tr in enumerate(transforms):
                 kind = str(tr.get("type", "")).strip().lower() if isinstance(tr, dict) else ""
-                if kind == "filter":
+                if kind in ("filter", "stateless") and joined:
                     refused.append(
-                        f"transforms[{i}].type: GlassFlow filter transforms are not supported yet"
-                    )
-                elif kind == "stateless":
-                    refused.append(
-                        f"transforms[{i}].type: GlassFlow stateless transforms (computed fields) "
-                        "are not supported yet"
+                        f"transforms[{i}].type: filter/stateless transforms are not supported "
+                        "with join (GlassFlow's own rule)"
                     )
         if refused:
             raise ConfigError(refused)
@@ -752,7 +752,7 @@ class _Converter:
     # -- v3
 
     def v3_source_and_dedup(
-        self,
+        self, extras: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, _Field], dict[str, Any] | None, str]:
         sources = self.array(self.doc, "sources", "sources", required=True)
         if sources is not None and not sources:
@@ -786,6 +786,9 @@ class _Converter:
                 self.problem(tpath, "must be an object {type, source_id, config}")
                 continue
             kind = str(tr.get("type", "")).strip().lower()
+            if kind in ("filter", "stateless") and extras is not None:
+                self.expression_transform(tr, tpath, kind, fields, extras)
+                continue
             if kind != "dedup":
                 self.problem(
                     f"{tpath}.type",
@@ -822,6 +825,192 @@ class _Converter:
             if dedup is None:
                 dedup = {}  # reported; keeps later duplicates detectable
         return source, fields, dedup or None, source_id or ""
+
+    def expression_transform(
+        self,
+        tr: dict[str, Any],
+        tpath: str,
+        kind: str,
+        fields: dict[str, _Field],
+        extras: dict[str, Any],
+    ) -> None:
+        """A GlassFlow filter (kept when true) or stateless transform, as our filter/transform."""
+        config = self.obj(tr, "config", f"{tpath}.config", required=True) or {}
+        if kind == "filter":
+            text = self.text(
+                config,
+                "expression",
+                f"{tpath}.config.expression",
+                empty="expression cannot be empty",
+            )
+            if text is not None:
+                try:
+                    extras["filter"] = translate(text)
+                except ExprLangError as exc:
+                    self.problem(f"{tpath}.config.expression", str(exc))
+            return
+        entries = self.array(config, "transforms", f"{tpath}.config.transforms", required=True)
+        out = extras.setdefault("transform", [])
+        for j, entry in enumerate(entries or []):
+            epath = f"{tpath}.config.transforms[{j}]"
+            if not isinstance(entry, dict):
+                self.problem(epath, "must be an object {expression, output_name, output_type}")
+                continue
+            text = self.text(
+                entry, "expression", f"{epath}.expression", empty="expression is empty"
+            )
+            name = self.text(entry, "output_name", f"{epath}.output_name", empty="name is empty")
+            ftype = self.field_type(entry.get("output_type"), f"{epath}.output_type")
+            if text is None or name is None or ftype is None:
+                continue
+            try:
+                sql = translate(text)
+            except ExprLangError as exc:
+                self.problem(f"{epath}.expression", str(exc))
+                continue
+            if name in fields:
+                if sql == f"`{name}`":
+                    continue  # a field passed through unchanged: already there
+                self.problem(
+                    f"{epath}.output_name",
+                    f"{name!r} is also a schema field; streamsift keeps both, so rename the output",
+                )
+                continue
+            out.append({"name": name, "expression": sql, "type": ftype.value})
+            fields[name] = _Field(name, ftype, epath)
+        self.notes.append(
+            "GlassFlow's stateless output replaces the record; here computed fields are added "
+            "to the schema fields, and the mapping may use both"
+        )
+
+    def v3_join(self, name: str, create_table: bool) -> dict[str, Any]:
+        """A GlassFlow v3 join pipeline: two sources, per-source dedup, a temporal inner join."""
+        sources = self.array(self.doc, "sources", "sources", required=True) or []
+        if len(sources) != 2:
+            self.problem("sources", "join.enabled=true requires exactly two kafka sources")
+            self.fail_if_problems()
+        ours: dict[str, dict[str, Any]] = {}
+        schemas: dict[str, dict[str, _Field]] = {}
+        for i, src in enumerate(sources):
+            path = f"sources[{i}]"
+            if not isinstance(src, dict):
+                self.problem(path, "must be an object")
+                continue
+            sid = self.text(src, "source_id", f"{path}.source_id", empty="source_id is empty")
+            conn = self.obj(src, "connection_params", f"{path}.connection_params", required=True)
+            source = self.kafka_source(conn, f"{path}.connection_params", src, path, "topic", sid)
+            raw = self.array(src, "schema_fields", f"{path}.schema_fields", required=True)
+            schema, fields = self.schema(
+                raw,
+                [f"{path}.schema_fields[{j}]" for j in range(len(raw or []))],
+                f"{path}.schema_fields",
+            )
+            source["schema"] = schema
+            if sid is not None:
+                ours[sid], schemas[sid] = source, fields
+        for i, tr in enumerate(
+            self.array(self.doc, "transforms", "transforms", required=False) or []
+        ):
+            tpath = f"transforms[{i}]"
+            if not isinstance(tr, dict) or str(tr.get("type", "")).lower() != "dedup":
+                self.problem(f"{tpath}.type", "only dedup transforms are imported with a join")
+                continue
+            sid = tr.get("source_id")
+            if sid not in ours:
+                self.problem(
+                    f"{tpath}.source_id",
+                    f"transform at index {i} references unknown source_id {sid!r}",
+                )
+                continue
+            config = self.obj(tr, "config", f"{tpath}.config", required=True) or {}
+            key = self.text(config, "key", f"{tpath}.config.key", empty="key cannot be empty")
+            dedup = self.dedup(
+                key,
+                f"{tpath}.config.key",
+                config,
+                "time_window",
+                f"{tpath}.config",
+                schemas[sid],
+                sid,
+            )
+            if dedup is not None:
+                ours[sid]["dedup"] = dedup
+        join = self.doc["join"]
+        kind = str(join.get("type") or "temporal").strip().lower()
+        if kind != "temporal":
+            self.problem("join.type", "invalid join type; only temporal joins are supported")
+        sides: dict[str, Any] = {}
+        for side in ("left", "right"):
+            jpath = f"join.{side}_source"
+            spec = self.obj(join, f"{side}_source", jpath, required=True) or {}
+            sid = self.text(spec, "source_id", f"{jpath}.source_id", empty="source_id is empty")
+            key = self.text(spec, "key", f"{jpath}.key", empty="join key cannot be empty")
+            window = self.duration(spec, "time_window", f"{jpath}.time_window")
+            if sid is not None and sid not in ours:
+                self.problem(f"{jpath}.source_id", f"unknown source_id {sid!r}")
+            elif sid is not None and key is not None and key not in schemas[sid]:
+                self.problem(
+                    f"{jpath}.key",
+                    f"join key {key!r} not found in schema_fields for source {sid!r}",
+                )
+            if window is None:
+                self.problem(f"{jpath}.time_window", "required field is missing")
+            sides[side] = {
+                "source": sid,
+                "key": key,
+                "time_window": format_duration(window) if window else None,
+            }
+        output: list[dict[str, Any]] = []
+        out_fields: dict[str, _Field] = {}
+        for i, entry in enumerate(
+            self.array(join, "output_fields", "join.output_fields", required=True) or []
+        ):
+            opath = f"join.output_fields[{i}]"
+            if not isinstance(entry, dict):
+                self.problem(opath, "must be an object {source_id, name, output_name}")
+                continue
+            sid, field = entry.get("source_id"), entry.get("name")
+            side = next((k for k, v in sides.items() if v["source"] == sid), None)
+            if side is None:
+                self.problem(f"{opath}.source_id", f"unknown source_id {sid!r}")
+                continue
+            if field not in schemas.get(sid, {}):
+                self.problem(
+                    f"{opath}.name",
+                    f"join output field {field!r} not found in schema for source {sid!r}",
+                )
+                continue
+            as_ = entry.get("output_name") or field
+            output.append({"from": side, "field": field, **({"as": as_} if as_ != field else {})})
+            out_fields[as_] = _Field(as_, schemas[sid][field].type, opath)
+        self.fail_if_problems()
+        sink = self.v3_sink(out_fields, f"{name}-join")
+        self.fail_if_problems()
+        assert sink is not None
+        document: dict[str, Any] = {
+            "version": 1,
+            "name": name,
+            "sources": [ours[sides["left"]["source"]], ours[sides["right"]["source"]]],
+            "join": {
+                "type": "inner",
+                "left": sides["left"],
+                "right": sides["right"],
+                "output": output,
+            },
+            "sink": {},
+        }
+        for key, value in sink.items():
+            document["sink"][key] = value
+            if key == "table":
+                document["sink"]["create_table"] = create_table
+        self.notes.append(
+            "GlassFlow's join is inner, on processing time, keeping the latest right record per "
+            "key; streamsift joins every matching pair within the windows, on each source's Kafka "
+            "timestamps (set schema.event_time to use a payload field); type: left keeps orders "
+            "without a match"
+        )
+        self.add_notes(any("dedup" in s for s in ours.values()), create_table)
+        return document
 
     def v3_sink(self, fields: dict[str, _Field], source_id: str) -> dict[str, Any] | None:
         sink = self.obj(self.doc, "sink", "sink", required=True)

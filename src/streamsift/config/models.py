@@ -49,7 +49,8 @@ KAFKA_FIELDS: dict[str, tuple[str, FieldType]] = {
 # Column names the pipeline uses for its own bookkeeping; payload fields may not take them.
 RESERVED_COLUMNS = frozenset(
     {"_topic", "_partition", "_offset", "_kafka_ts", "_event_time", "_late", "_key", "_raw"}
-    | {"_error", "_stage", "_source", "_rpartition", "_roffset"}
+    | {"_error", "_stage", "_source", "_rpartition", "_roffset", "_ok", "_pre_error"}
+    | {f"_jk{i}" for i in range(16)}
 )
 
 Duration = Annotated[

@@ -145,10 +145,12 @@ class SourceProcessor:
             _event_time=event_time,
             _late=pa.array(late, pa.bool_()),
             _key=pa.array(
-                [None if ok else k for ok, k in zip(drop_raw, records.keys, strict=True)], pa.binary()
+                [None if ok else k for ok, k in zip(drop_raw, records.keys, strict=True)],
+                pa.binary(),
             ),
             _raw=pa.array(
-                [None if ok else v for ok, v in zip(drop_raw, records.values, strict=True)], pa.binary()
+                [None if ok else v for ok, v in zip(drop_raw, records.values, strict=True)],
+                pa.binary(),
             ),
             _error=pa.array(errors, pa.string()),
         )

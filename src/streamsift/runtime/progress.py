@@ -17,6 +17,7 @@ class RunStats:
     written: int = 0  # rows inserted into the table
     dlq: int = 0  # dead letters inserted into the DLQ table
     late: int = 0  # rows older than the dedup window behind the newest event (kept, counted)
+    late_dropped: int = 0  # records behind the join's watermark (dropped by Spark's join, counted)
     batches: int = 0
     busy_ms: int = 0  # time spent inside micro-batches
     lag: int | None = None  # messages in Kafka not yet read
@@ -60,11 +61,25 @@ class RunStats:
                 end = _offsets(src.get("endOffset"))
                 self.read += sum(max(0, v - start.get(k, v)) for k, v in end.items())
             self.rows_in += rows
+            self.late_dropped += sum(
+                int(op.get("numRowsDroppedByWatermark") or 0)
+                for op in p.get("stateOperators") or []
+            )
             self.batches += 1
             self.busy_ms += int(p.get("batchDuration") or 0)
 
     def as_dict(self) -> dict[str, Any]:
-        keys = ("read", "rows_in", "written", "dlq", "late", "batches", "busy_ms", "lag")
+        keys = (
+            "read",
+            "rows_in",
+            "written",
+            "dlq",
+            "late",
+            "late_dropped",
+            "batches",
+            "busy_ms",
+            "lag",
+        )
         return {**{k: getattr(self, k) for k in keys}, "duplicates": self.duplicates}
 
     def line(self) -> str:
@@ -73,6 +88,8 @@ class RunStats:
             f"read {self.read:,} | written {self.written:,} | duplicates dropped {self.duplicates:,}"
             f" | DLQ {self.dlq:,} | late {self.late:,} | lag {lag} | batches {self.batches}"
         )
+        if self.late_dropped:
+            text += f" | behind the join watermark {self.late_dropped:,}"
         return text + (f" | {self.status}" if self.status else "")
 
 

@@ -73,25 +73,32 @@ def build_stream(spark: Any, pipeline: Pipeline, checkpoint: Path, new_query: bo
     """Register the pipeline's source(s) with Spark and return the output frame."""
     initial: dict[str, int] = {}
     if pipeline.join is not None:
-        from streamsift.transforms.join import build_join
+        from pyspark.sql import functions as F
+
+        from streamsift.transforms.join import build_join, payload_of_joined_rows
 
         sides = {}
-        for src in pipeline.sources or ():
-            stage = Stage(src.transform, src.filter, f"sources[{pipeline.inputs.index(src)}].")
+        for i, src in enumerate(pipeline.sources or ()):
+            stage = Stage(src.transform, src.filter, f"sources[{i}].")
             frame = read_source(
                 spark, pipeline, src, src.dedup, stage, checkpoint, new_query, initial
             )
             sides[src.id] = (frame, _scope_after(source_scope(src), stage))
         frame, scope = build_join(pipeline, sides)
-        frame = apply_stage(frame, Stage(pipeline.transform, pipeline.filter), scope)
-        for t in pipeline.transform:
-            scope[t.name] = FieldRef(t.name, t.name, t.type)
+        after = Stage(pipeline.transform, pipeline.filter)
+        if not after.empty:
+            frame = frame.withColumn("_pre_error", F.col("_error").isNotNull())
+            frame = apply_stage(frame, after, scope)
+            scope = _scope_after(scope, after)
+            frame = payload_of_joined_rows(frame, scope)
         return StreamPlan(output_frame(frame, pipeline, scope), initial)
 
     src = pipeline.source
     stage = Stage(pipeline.transform, pipeline.filter)
     frame = read_source(spark, pipeline, src, pipeline.dedup, stage, checkpoint, new_query, initial)
-    return StreamPlan(output_frame(frame, pipeline, _scope_after(source_scope(src), stage)), initial)
+    return StreamPlan(
+        output_frame(frame, pipeline, _scope_after(source_scope(src), stage)), initial
+    )
 
 
 def read_source(

@@ -1,0 +1,167 @@
+"""GlassFlow's filter and stateless expressions (expr-lang) translated to Spark SQL.
+
+Only the common forms are translated: comparisons, `&&` / `and`, `||` / `or`, `!` / `not`,
+arithmetic (`+ - * / %`), string and number literals, `true`/`false`/`nil`, field paths
+(`user.id`) and `in` / `not in` lists (`status in ['a', 'b']`). Anything else (function calls,
+`?:`, `matches`, `contains`, pipes, ...) is refused with a message naming the expression, so
+an import never silently changes what a filter means.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+    (?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
+  | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
+  | (?P<op>==|!=|<=|>=|&&|\|\||[<>!+\-*/%()\[\],])
+    )""",
+    re.VERBOSE,
+)
+_COMPARE = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+class ExprLangError(ValueError):
+    """An expr-lang expression outside the translated forms."""
+
+
+def translate(text: str) -> str:
+    """Spark SQL for a GlassFlow expr-lang expression (ExprLangError if not translatable)."""
+    tokens = _tokenize(text)
+    parser = _Parser(tokens, text)
+    sql = parser.expr_or()
+    if parser.pos != len(tokens):
+        raise parser.refuse(f"unexpected {tokens[parser.pos][1]!r}")
+    return sql
+
+
+def _tokenize(text: str) -> list[tuple[str, str]]:
+    tokens, pos = [], 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            rest = text[pos:].strip()
+            raise ExprLangError(
+                f"cannot translate GlassFlow expression {text!r}: {rest[:20]!r} is not one of "
+                "the forms streamsift translates (comparisons, &&, ||, !, arithmetic, literals, "
+                "field paths, in lists)"
+            )
+        kind = m.lastgroup or "op"
+        tokens.append((kind, m.group(kind)))
+        pos = m.end()
+    return tokens
+
+
+class _Parser:
+    def __init__(self, tokens: list[tuple[str, str]], text: str) -> None:
+        self.tokens, self.text, self.pos = tokens, text, 0
+
+    def refuse(self, why: str) -> ExprLangError:
+        return ExprLangError(
+            f"cannot translate GlassFlow expression {self.text!r}: {why}; streamsift translates "
+            "comparisons, &&, ||, !, arithmetic, literals, field paths and in lists"
+        )
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str]:
+        if self.pos >= len(self.tokens):
+            raise self.refuse("it ends too early")
+        self.pos += 1
+        return self.tokens[self.pos - 1]
+
+    def expr_or(self) -> str:
+        left = self.expr_and()
+        while self.peek() in ("||", "or"):
+            self.take()
+            left = f"({left} OR {self.expr_and()})"
+        return left
+
+    def expr_and(self) -> str:
+        left = self.expr_not()
+        while self.peek() in ("&&", "and"):
+            self.take()
+            left = f"({left} AND {self.expr_not()})"
+        return left
+
+    def expr_not(self) -> str:
+        if self.peek() in ("!", "not"):
+            self.take()
+            return f"(NOT {self.expr_not()})"
+        return self.comparison()
+
+    def comparison(self) -> str:
+        left = self.additive()
+        op = self.peek()
+        if op in _COMPARE:
+            self.take()
+            return f"({left} {_COMPARE[op]} {self.additive()})"
+        negate = False
+        if op == "not" and self.pos + 1 < len(self.tokens) and self.tokens[self.pos + 1][1] == "in":
+            self.take()
+            negate, op = True, "in"
+        if op == "in":
+            self.take()
+            if self.take()[1] != "[":
+                raise self.refuse("'in' needs a list such as ['a', 'b']")
+            items = []
+            while self.peek() != "]":
+                items.append(self.additive())
+                if self.peek() == ",":
+                    self.take()
+            self.take()
+            if not items:
+                raise self.refuse("'in' needs a non-empty list")
+            return f"({left} {'NOT IN' if negate else 'IN'} ({', '.join(items)}))"
+        return left
+
+    def additive(self) -> str:
+        left = self.multiplicative()
+        while self.peek() in ("+", "-"):
+            op = self.take()[1]
+            left = f"({left} {op} {self.multiplicative()})"
+        return left
+
+    def multiplicative(self) -> str:
+        left = self.unary()
+        while self.peek() in ("*", "/", "%"):
+            op = self.take()[1]
+            left = f"({left} {op} {self.unary()})"
+        return left
+
+    def unary(self) -> str:
+        if self.peek() == "-":
+            self.take()
+            return f"(-{self.unary()})"
+        return self.primary()
+
+    def primary(self) -> str:
+        kind, value = self.take()
+        if kind == "num":
+            return value
+        if kind == "str":
+            body = value[1:-1]
+            if value[0] == '"':
+                body = body.replace('\\"', '"').replace("'", "\\'")
+            return f"'{body}'"
+        if value == "(":
+            inner = self.expr_or()
+            if self.take()[1] != ")":
+                raise self.refuse("missing ')'")
+            return f"({inner})"
+        if kind == "name":
+            lowered = value.lower()
+            if lowered in ("true", "false"):
+                return lowered.upper()
+            if lowered == "nil":
+                return "NULL"
+            if lowered in ("and", "or", "not", "in"):
+                raise self.refuse(f"unexpected {value!r}")
+            if self.peek() == "(":
+                raise self.refuse(f"function calls ({value}(...)) are not translated")
+            return f"`{value}`"
+        raise self.refuse(f"unexpected {value!r}")
