@@ -72,7 +72,7 @@ class BatchWriter:
             )
             for f in failures:
                 refused.append(start + f.index)
-                reasons[start + f.index] = f"ClickHouse error {f.code}: {_one_line(f.message)}"
+                reasons[start + f.index] = f"ClickHouse error {f.code}: {one_line(f.message)}"
             self._fault_point()
         dead = self._dead_letters(data.filter(bad_mask), None, None)
         if refused:
@@ -94,7 +94,7 @@ class BatchWriter:
         messages = errors if errors is not None else bad.column("_error").to_pylist()
         stages = [stage] * n if stage else bad.column("_stage").to_pylist()
         classes = [
-            _sink_error_class(m) if s == "sink" else _parse_error_class(m, s)
+            sink_error_class(m) if s == "sink" else error_class(m, s)
             for m, s in zip(messages, stages, strict=True)
         ]
         now = datetime.now(timezone.utc)
@@ -137,11 +137,13 @@ class BatchWriter:
             os._exit(137)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """An error message folded onto one line and cut to a size fit for a DLQ row."""
     return " ".join(text.split())[:1000]
 
 
-def _parse_error_class(message: str | None, stage: str | None = "parse") -> str:
+def error_class(message: str | None, stage: str | None = "parse") -> str:
+    """The DLQ's `error_class` for a record that failed before the sink."""
     if stage in ("filter", "transform"):
         return f"{stage}_failed"
     if not message:
@@ -155,6 +157,7 @@ def _parse_error_class(message: str | None, stage: str | None = "parse") -> str:
     return "type_mismatch"
 
 
-def _sink_error_class(message: str) -> str:
+def sink_error_class(message: str) -> str:
+    """`clickhouse_<code>` for a row ClickHouse refused."""
     code = message.split("ClickHouse error ", 1)[-1].split(":", 1)[0]
     return f"clickhouse_{code}"

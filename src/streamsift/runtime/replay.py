@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from streamsift.config.models import KAFKA_FIELDS, Pipeline
 from streamsift.config.types import FieldType
-from streamsift.runtime.batch_writer import _one_line, _parse_error_class
+from streamsift.runtime.batch_writer import error_class, one_line
 from streamsift.runtime.errors import PipelineFailed
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.dlq_store import (
@@ -249,7 +249,7 @@ class Replayer:
             self.pipeline.sink.table, outcome.rows, f"{chunk}:rows"
         )
         for r in refused:
-            message = f"ClickHouse error {r.code}: {_one_line(r.message)}"
+            message = f"ClickHouse error {r.code}: {one_line(r.message)}"
             failures[outcome.row_index[r.index]] = ("sink", f"clickhouse_{r.code}", message)
         self._fault("rows_inserted", index)
         marks = [
@@ -288,7 +288,7 @@ class Replayer:
                 if error is None:
                     good.append(j)
                 else:
-                    failures[idx[j]] = ("parse", _parse_error_class(error), error)
+                    failures[idx[j]] = ("parse", error_class(error), error)
             table = result.table.take(pa.array(good, pa.int64()))
             if is_raw:
                 table = self._map(table, [letters[idx[j]] for j in good])
