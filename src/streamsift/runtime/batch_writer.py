@@ -121,7 +121,12 @@ class BatchWriter:
         import json
 
         cols = [m.column for m in self.pipeline.sink.mapping]
+        maps = [m.column for m in self.pipeline.sink.mapping if m.ch_type.inner.name == "Map"]
         records = rows.select(cols).to_pylist()
+        for record in records:  # Arrow maps come back as pairs; JSON wants objects
+            for col in maps:
+                if record[col] is not None:
+                    record[col] = dict(record[col])
         return pa.array([json.dumps(r, default=str).encode() for r in records], pa.binary())
 
     def _fault_point(self) -> None:
