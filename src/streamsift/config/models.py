@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -58,6 +59,18 @@ Duration = Annotated[
     BeforeValidator(parse_duration),
     PlainSerializer(format_duration, return_type=str),
 ]
+
+
+def _check_window(v: timedelta) -> timedelta:
+    if v <= timedelta(0):
+        raise ValueError("must be greater than zero")
+    if v > MAX_DEDUP_WINDOW:
+        raise ValueError(f"{format_duration(v)} exceeds the 7d maximum")
+    return v
+
+
+# A dedup or join window: a positive duration of at most 7 days (GlassFlow's limit).
+Window = Annotated[Duration, AfterValidator(_check_window)]
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*$")
 
@@ -259,7 +272,7 @@ class Dedup(_Model):
 
     mode: DedupMode = DedupMode.FIRST
     key: tuple[str, ...] = Field(default=(), validate_default=True)
-    time_window: Duration
+    time_window: Window
     version_field: str | None = None
 
     @field_validator("key", mode="before")
@@ -278,15 +291,6 @@ class Dedup(_Model):
             )
         if mode is not DedupMode.EXACT and not v:
             raise ValueError("required field is missing")
-        return v
-
-    @field_validator("time_window")
-    @classmethod
-    def _window(cls, v: timedelta) -> timedelta:
-        if v <= timedelta(0):
-            raise ValueError("must be greater than zero")
-        if v > MAX_DEDUP_WINDOW:
-            raise ValueError(f"{format_duration(v)} exceeds the 7d maximum")
         return v
 
     @model_validator(mode="after")
@@ -527,21 +531,12 @@ class JoinSide(_Model):
 
     source: str
     key: tuple[str, ...] = Field(min_length=1)
-    time_window: Duration
+    time_window: Window
 
     @field_validator("key", mode="before")
     @classmethod
     def _key(cls, v: object) -> object:
         return (v,) if isinstance(v, str) else v
-
-    @field_validator("time_window")
-    @classmethod
-    def _window(cls, v: timedelta) -> timedelta:
-        if v <= timedelta(0):
-            raise ValueError("must be greater than zero")
-        if v > MAX_DEDUP_WINDOW:
-            raise ValueError(f"{format_duration(v)} exceeds the 7d maximum")
-        return v
 
 
 class JoinOutput(_Model):
