@@ -63,6 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--verbose", action="store_true")
+    p.add_argument(
+        "--join",
+        action="store_true",
+        help="join demo instead: orders (--events) with the profile events of --keys users, "
+        "dedup on both sides, expected vs actual joined rows",
+    )
+    p.add_argument(
+        "--join-type", choices=["inner", "left"], default=None, help="with --join (default inner)"
+    )
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("import", help="convert another tool's pipeline file to streamsift's format")
@@ -162,6 +171,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.join:
+        from streamsift.cli.demo_join import cmd_demo_join
+
+        return cmd_demo_join(args)
+    if args.join_type is not None:
+        return fail("--join-type goes with --join", code=2)
     from streamsift.cli.demo import DemoOptions, print_report, run_demo
 
     if not 0 <= args.duplicates < 1:

@@ -6,10 +6,13 @@ pipelines"): v1 (no `version` key, `source.topics[]`, `sink.table_mapping`), v2 
 `transforms[]`, `sink.connection_params`, `sink.mapping`). `convert_glassflow` turns any of
 them into OUR document (a plain dict that `Pipeline.model_validate` accepts).
 
-What we cannot run yet (joins, filters, stateless transforms, OTLP sources, two sources,
-Schema Registry, Kerberos, AWS IAM, client certificates) is refused with a `ConfigError`
-naming the GlassFlow field, never dropped silently. Problems are reported with GlassFlow's
-field paths (`transforms[0].config.key: ...`) so users can find them in their own file.
+Joins (v3 `join.left_source/right_source`, v1/v2 `join.sources[]` by orientation), filters
+and stateless transforms (expr-lang translated to Spark SQL, see exprlang.py) are imported.
+What we cannot run yet (OTLP sources, two sources without a join, filters or stateless
+transforms with a join, Schema Registry, Kerberos, AWS IAM, client certificates) is refused
+with a `ConfigError` naming the GlassFlow field, never dropped silently. Problems are
+reported with GlassFlow's field paths (`transforms[0].config.key: ...`) so users can find
+them in their own file.
 """
 
 from __future__ import annotations
@@ -374,7 +377,11 @@ class _Converter:
             sink = self.v3_sink(fields, sink_input)
         else:
             self.refuse_legacy()
+            join = self.doc.get("join")
+            if isinstance(join, dict) and join.get("enabled"):
+                return self.legacy_join(name, create_table)
             source, fields, dedup, topic_id = self.legacy_source_and_dedup()
+            self.legacy_expressions(fields, topic_id, extras)
             sink = self.legacy_sink(fields, topic_id)
         self.fail_if_problems()
         document: dict[str, Any] = {"version": 1, "name": name, "source": source}
@@ -468,8 +475,6 @@ class _Converter:
         refused: list[str] = []
         join = self.doc.get("join")
         joined = isinstance(join, dict) and bool(join.get("enabled"))
-        if joined:
-            refused.append("join: GlassFlow join pipelines are not supported yet")
         source = self.doc.get("source")
         if isinstance(source, dict):
             kind = str(source.get("type") or "kafka").strip().lower()
@@ -488,15 +493,13 @@ class _Converter:
                         f"source.topics: pipelines with {len(topics)} topics are not supported yet; "
                         "streamsift reads one Kafka topic per pipeline"
                     )
-        filt = self.doc.get("filter")
-        if isinstance(filt, dict) and filt.get("enabled"):
-            refused.append("filter: GlassFlow filters are not supported yet")
-        stateless = self.doc.get("stateless_transformation")
-        if isinstance(stateless, dict) and stateless.get("enabled"):
-            refused.append(
-                "stateless_transformation: GlassFlow stateless transforms (computed fields) "
-                "are not supported yet"
-            )
+        for key in ("filter", "stateless_transformation"):
+            block = self.doc.get(key)
+            if joined and isinstance(block, dict) and block.get("enabled"):
+                refused.append(
+                    f"{key}: filter/stateless transforms are not supported with join "
+                    "(GlassFlow's own rule)"
+                )
         if refused:
             raise ConfigError(refused)
 
@@ -837,22 +840,30 @@ class _Converter:
         """A GlassFlow filter (kept when true) or stateless transform, as our filter/transform."""
         config = self.obj(tr, "config", f"{tpath}.config", required=True) or {}
         if kind == "filter":
-            text = self.text(
-                config,
-                "expression",
-                f"{tpath}.config.expression",
-                empty="expression cannot be empty",
-            )
-            if text is not None:
-                try:
-                    extras["filter"] = translate(text)
-                except ExprLangError as exc:
-                    self.problem(f"{tpath}.config.expression", str(exc))
+            self.filter_expression(config, f"{tpath}.config", extras)
             return
         entries = self.array(config, "transforms", f"{tpath}.config.transforms", required=True)
+        self.stateless_entries(entries or [], f"{tpath}.config.transforms", fields, extras)
+
+    def filter_expression(self, holder: dict[str, Any], path: str, extras: dict[str, Any]) -> None:
+        """`holder.expression` (expr-lang, kept when true) as our Spark SQL `filter`."""
+        text = self.text(
+            holder, "expression", f"{path}.expression", empty="expression cannot be empty"
+        )
+        self.origin("filter", f"{path}.expression")
+        if text is not None:
+            try:
+                extras["filter"] = translate(text)
+            except ExprLangError as exc:
+                self.problem(f"{path}.expression", str(exc))
+
+    def stateless_entries(
+        self, entries: list[Any], path: str, fields: dict[str, _Field], extras: dict[str, Any]
+    ) -> None:
+        """GlassFlow `{expression, output_name, output_type}` entries as our `transform`."""
         out = extras.setdefault("transform", [])
-        for j, entry in enumerate(entries or []):
-            epath = f"{tpath}.config.transforms[{j}]"
+        for j, entry in enumerate(entries):
+            epath = f"{path}[{j}]"
             if not isinstance(entry, dict):
                 self.problem(epath, "must be an object {expression, output_name, output_type}")
                 continue
@@ -876,6 +887,9 @@ class _Converter:
                     f"{name!r} is also a schema field; streamsift keeps both, so rename the output",
                 )
                 continue
+            for ours, theirs in (("", ""), (".name", ".output_name"), (".type", ".output_type")):
+                self.origin(f"transform[{len(out)}]{ours}", f"{epath}{theirs}")
+            self.origin(f"transform[{len(out)}].expression", f"{epath}.expression")
             out.append({"name": name, "expression": sql, "type": ftype.value})
             fields[name] = _Field(name, ftype, epath)
         self.notes.append(
@@ -916,7 +930,7 @@ class _Converter:
                 self.problem(f"{tpath}.type", "only dedup transforms are imported with a join")
                 continue
             sid = tr.get("source_id")
-            if sid not in ours:
+            if not isinstance(sid, str) or sid not in ours:
                 self.problem(
                     f"{tpath}.source_id",
                     f"transform at index {i} references unknown source_id {sid!r}",
@@ -974,23 +988,35 @@ class _Converter:
             if side is None:
                 self.problem(f"{opath}.source_id", f"unknown source_id {sid!r}")
                 continue
-            if field not in schemas.get(sid, {}):
+            if not isinstance(field, str) or field not in schemas.get(sid, {}):
                 self.problem(
                     f"{opath}.name",
                     f"join output field {field!r} not found in schema for source {sid!r}",
                 )
                 continue
-            as_ = entry.get("output_name") or field
+            as_ = self.text(entry, "output_name", f"{opath}.output_name") or field
             output.append({"from": side, "field": field, **({"as": as_} if as_ != field else {})})
             out_fields[as_] = _Field(as_, schemas[sid][field].type, opath)
         self.fail_if_problems()
         sink = self.v3_sink(out_fields, f"{name}-join")
         self.fail_if_problems()
         assert sink is not None
+        return self.join_document(name, ours, sides, output, sink, create_table)
+
+    def join_document(
+        self,
+        name: str,
+        sources: dict[str, dict[str, Any]],
+        sides: dict[str, dict[str, Any]],
+        output: list[dict[str, Any]],
+        sink: dict[str, Any],
+        create_table: bool,
+    ) -> dict[str, Any]:
+        """Our join pipeline: the left source first, an inner join, the sink; with the notes."""
         document: dict[str, Any] = {
             "version": 1,
             "name": name,
-            "sources": [ours[sides["left"]["source"]], ours[sides["right"]["source"]]],
+            "sources": [sources[sides["left"]["source"]], sources[sides["right"]["source"]]],
             "join": {
                 "type": "inner",
                 "left": sides["left"],
@@ -1009,7 +1035,7 @@ class _Converter:
             "timestamps (set schema.event_time to use a payload field); type: left keeps orders "
             "without a match"
         )
-        self.add_notes(any("dedup" in s for s in ours.values()), create_table)
+        self.add_notes(any("dedup" in s for s in sources.values()), create_table)
         return document
 
     def v3_sink(self, fields: dict[str, _Field], source_id: str) -> dict[str, Any] | None:
@@ -1094,10 +1120,362 @@ class _Converter:
             )
         return source, fields, dedup, topic_id
 
+    def legacy_expressions(
+        self, fields: dict[str, _Field], topic_id: str, extras: dict[str, Any]
+    ) -> None:
+        """v2's top-level `filter` and `stateless_transformation`, on the pipeline's one topic."""
+        filt = self.obj(self.doc, "filter", "filter", required=False)
+        if filt is not None and self.flag(filt, "enabled", "filter.enabled"):
+            self.filter_expression(filt, "filter", extras)
+        path = "stateless_transformation"
+        block = self.obj(self.doc, path, path, required=False)
+        if block is None or not self.flag(block, "enabled", f"{path}.enabled"):
+            return
+        kind = self.text(block, "type", f"{path}.type")
+        if kind is not None and kind.lower() != "expr_lang_transform":
+            self.problem(
+                f"{path}.type",
+                f"unsupported stateless transformation type {kind!r}; only expr_lang_transform",
+            )
+        ref = self.text(block, "source_id", f"{path}.source_id")
+        if ref is not None and ref != topic_id:
+            self.problem(
+                f"{path}.source_id",
+                f"{ref!r} is not a source of this pipeline (sources: {topic_id!r})",
+            )
+        config = self.obj(block, "config", f"{path}.config", required=True) or {}
+        entries = self.array(config, "transform", f"{path}.config.transform", required=True)
+        self.stateless_entries(entries or [], f"{path}.config.transform", fields, extras)
+
+    def legacy_join(self, name: str, create_table: bool) -> dict[str, Any]:
+        """A GlassFlow v1/v2 join: two topics (each with its own dedup) and `join.sources[]`,
+        one `orientation: left`, one `right`. The join's output fields are the v2 top-level
+        `schema.fields` (named by their `column_name`, else their `name`) or the v1
+        `sink.table_mapping` entries (named by their `column_name`)."""
+        src = self.obj(self.doc, "source", "source", required=True)
+        if src is None:
+            self.fail_if_problems()
+        assert src is not None
+        topics = self.array(src, "topics", "source.topics", required=True) or []
+        if len(topics) != 2:
+            self.problem("source.topics", "join.enabled=true requires exactly two kafka sources")
+            self.fail_if_problems()
+        conn = self.obj(src, "connection_params", "source.connection_params", required=True)
+        ids = [
+            str(t.get("id") or t.get("name") or "").strip() if isinstance(t, dict) else ""
+            for t in topics
+        ]
+        if ids[0] and ids[0] == ids[1]:
+            self.problem(
+                "source.topics[1].name", f"both topics are {ids[0]!r}; a join reads two topics"
+            )
+        self.check_join_schema_sources(ids)
+        holder = src.get("deduplication")
+        if isinstance(holder, dict) and holder.get("enabled"):
+            self.problem(
+                "source.deduplication",
+                "with two topics, deduplication goes on each topic (source.topics[i].deduplication)",
+            )
+        ours: dict[str, dict[str, Any]] = {}
+        schemas: dict[str, dict[str, _Field]] = {}
+        origins: dict[str, dict[str, str]] = {}
+        for i, topic in enumerate(topics):
+            tpath = f"source.topics[{i}]"
+            if not isinstance(topic, dict):
+                self.problem(tpath, "must be an object")
+                continue
+            sid = ids[i]
+            source = self.kafka_source(
+                conn, "source.connection_params", topic, tpath, "name", sid or None
+            )
+            raw, paths, container = self.legacy_schema_fields(topic, tpath, sid, joined=True)
+            source["schema"], fields = self.schema(raw, paths, container)
+            holder, hpath = topic.get("deduplication"), f"{tpath}.deduplication"
+            if isinstance(holder, dict) and holder.get("enabled"):
+                key_name = "key" if not _blank(holder.get("key")) else "id_field"
+                key = self.text(
+                    holder,
+                    key_name,
+                    f"{hpath}.{key_name}",
+                    empty="deduplication key (id_field) cannot be empty",
+                )
+                dedup = self.dedup(
+                    key, f"{hpath}.{key_name}", holder, "time_window", hpath, fields, sid
+                )
+                if dedup is not None:
+                    source["dedup"] = dedup
+            origins[sid] = self.take_source_origins()
+            if sid:
+                ours[sid], schemas[sid] = source, fields
+        sides = self.legacy_join_sides(ours, schemas)
+        for position, side in enumerate(("left", "right")):  # our sources[0] is the left one
+            for key, theirs in origins.get(sides.get(side, {}).get("source") or "", {}).items():
+                self.origin(f"sources[{position}]{key}", theirs)
+        output, out_fields, columns, container = self.legacy_join_output(sides, schemas)
+        self.fail_if_problems()
+        sink = self.obj(self.doc, "sink", "sink", required=True)
+        if sink is not None:
+            conn, conn_path = self.legacy_sink_connection(sink)
+            self.origin("sink.mapping", container)
+            sink = self.sink(
+                sink,
+                "sink",
+                conn,
+                conn_path,
+                columns,
+                out_fields,
+                f"{name}-join",
+                base64_password=True,
+                empty_mapping=container,
+            )
+        self.fail_if_problems()
+        assert sink is not None
+        return self.join_document(name, ours, sides, output, sink, create_table)
+
+    def take_source_origins(self) -> dict[str, str]:
+        """Remove and return the origins of the source just read (`source…` and `dedup…`),
+        keyed by what follows `source` (`.topic`, `.dedup.key`, ...), to file under its index
+        among our `sources` once the join's orientation is known."""
+        taken: dict[str, str] = {}
+        for key in list(self.origins):
+            if key == "source" or key.startswith("source."):
+                taken[key[len("source") :]] = self.origins.pop(key)
+            elif key == "dedup" or key.startswith("dedup."):
+                taken[f".{key}"] = self.origins.pop(key)
+        return taken
+
+    def check_join_schema_sources(self, ids: list[str]) -> None:
+        """Each v2 top-level schema field of a join names one of the two topics."""
+        top = self.doc.get("schema")
+        if not isinstance(top, dict) or not isinstance(top.get("fields"), list):
+            return
+        known = ", ".join(repr(i) for i in ids)
+        for j, entry in enumerate(top["fields"]):
+            if not isinstance(entry, dict):
+                continue  # reported where the schema is read
+            ref = entry.get("source_id")
+            if _blank(ref):
+                self.problem(
+                    f"schema.fields[{j}].source_id",
+                    f"source_id cannot be empty with a join: name the topic ({known})",
+                )
+            elif not isinstance(ref, str) or ref not in ids:
+                self.problem(
+                    f"schema.fields[{j}].source_id",
+                    f"{ref!r} is not a source of this pipeline (sources: {known})",
+                )
+
+    def legacy_join_sides(
+        self, ours: dict[str, dict[str, Any]], schemas: dict[str, dict[str, _Field]]
+    ) -> dict[str, dict[str, Any]]:
+        """Our `join.left` and `join.right` from v1/v2 `join.sources[]` (by `orientation`)."""
+        join = self.doc["join"]
+        kind = str(join.get("type") or "temporal").strip().lower()
+        if kind != "temporal":
+            self.problem("join.type", "invalid join type; only temporal joins are supported")
+        entries = self.array(join, "sources", "join.sources", required=True) or []
+        known = ", ".join(repr(i) for i in ours)
+        sides: dict[str, dict[str, Any]] = {}
+        oriented: list[str] = []
+        for i, spec in enumerate(entries):
+            jpath = f"join.sources[{i}]"
+            if not isinstance(spec, dict):
+                self.problem(
+                    jpath, "must be an object {source_id, join_key, time_window, orientation}"
+                )
+                continue
+            orientation = str(spec.get("orientation") or "").strip().lower()
+            if orientation not in ("left", "right"):
+                self.problem(
+                    f"{jpath}.orientation",
+                    f"must be left or right, got {spec.get('orientation')!r}",
+                )
+                continue
+            oriented.append(orientation)
+            if orientation in sides:
+                continue  # reported below
+            sid = self.text(spec, "source_id", f"{jpath}.source_id", empty="source_id is empty")
+            # GlassFlow reads join_key; a 2026-03 variant of v2 wrote key.
+            key_name = "key" if _blank(spec.get("join_key")) and "key" in spec else "join_key"
+            key = self.text(spec, key_name, f"{jpath}.{key_name}", empty="join key cannot be empty")
+            window = self.duration(spec, "time_window", f"{jpath}.time_window")
+            if sid is not None and sid not in ours:
+                self.problem(f"{jpath}.source_id", f"unknown source_id {sid!r} (sources: {known})")
+            elif sid is not None and key is not None:
+                field = schemas[sid].get(key)
+                if field is None:
+                    self.problem(
+                        f"{jpath}.{key_name}",
+                        f"join key {key!r} not found in schema_fields for source {sid!r}",
+                    )
+                elif not _blank(spec.get("join_key_type")):  # v1 repeats the key's type
+                    declared = self.field_type(spec["join_key_type"], f"{jpath}.join_key_type")
+                    if declared is not None and field.type is not None and declared != field.type:
+                        self.problem(
+                            f"{jpath}.join_key_type",
+                            f"{spec['join_key_type']!r} does not match the type of {key!r} in "
+                            f"the schema of {sid!r} ({field.type.value})",
+                        )
+            if spec.get("time_window") is None:
+                self.problem(f"{jpath}.time_window", "required field is missing")
+            elif window is not None and window <= timedelta(0):
+                self.problem(f"{jpath}.time_window", "time_window must be greater than zero")
+            elif window is not None and window > MAX_DEDUP_WINDOW:
+                self.problem(
+                    f"{jpath}.time_window", f"{format_duration(window)} exceeds the 7d maximum"
+                )
+            self.origin(f"join.{orientation}", jpath)
+            self.origin(f"join.{orientation}.source", f"{jpath}.source_id")
+            self.origin(f"join.{orientation}.key", f"{jpath}.{key_name}")
+            self.origin(f"join.{orientation}.time_window", f"{jpath}.time_window")
+            sides[orientation] = {
+                "source": sid,
+                "key": key,
+                "time_window": format_duration(window) if window else None,
+            }
+        if sorted(oriented) != ["left", "right"]:
+            self.problem(
+                "join.sources",
+                "join requires exactly one left and one right source, found "
+                f"{oriented.count('left')} left and {oriented.count('right')} right",
+            )
+        elif sides["left"]["source"] is not None and (
+            sides["left"]["source"] == sides["right"]["source"]
+        ):
+            self.problem("join.sources", "the left and the right source must differ")
+        return sides
+
+    def legacy_join_output(
+        self, sides: dict[str, dict[str, Any]], schemas: dict[str, dict[str, _Field]]
+    ) -> tuple[list[dict[str, Any]], dict[str, _Field], list[_Column], str]:
+        """The join output fields and the sink columns of a v1/v2 join.
+
+        v2 (top-level `schema.fields`): every schema field is an output field, named by its
+        `column_name` if it has one (as GlassFlow's migration does); the sink maps
+        `sink.mapping` (by output name) or else the fields with a `column_name`. v1: each
+        `sink.table_mapping` entry is an output field named by its `column_name`, and a column.
+        """
+        side_of = {v["source"]: k for k, v in sides.items() if v.get("source")}
+        known = ", ".join(repr(i) for i in schemas)
+        output: list[dict[str, Any]] = []
+        out_fields: dict[str, _Field] = {}
+        columns: list[_Column] = []
+
+        def add(sid: object, field: str, as_: str, path: str, field_key: str) -> bool:
+            side = side_of.get(sid) if isinstance(sid, str) else None
+            if side is None or sid not in schemas:
+                return False  # reported with the sides or the schema
+            if field not in schemas[sid]:
+                self.problem(
+                    f"{path}.{field_key}",
+                    f"join output field {field!r} not found in schema for source {sid!r}",
+                )
+                return False
+            if as_ in out_fields:
+                self.problem(
+                    path,
+                    f"join output name {as_!r} is used twice (also {out_fields[as_].path}); "
+                    "give one of them another column_name",
+                )
+                return False
+            self.origin(f"join.output[{len(output)}]", path)
+            output.append({"from": side, "field": field, **({"as": as_} if as_ != field else {})})
+            out_fields[as_] = _Field(as_, schemas[sid][field].type, path)
+            return True
+
+        sink = self.doc.get("sink") if isinstance(self.doc.get("sink"), dict) else {}
+        top = self.doc.get("schema")
+        if isinstance(top, dict) and isinstance(top.get("fields"), list):
+            entries = top["fields"]
+            for j, entry in enumerate(entries):
+                if not isinstance(entry, dict) or _blank(entry.get("name")):
+                    continue  # reported where the schema is read
+                name = str(entry["name"]).strip()
+                column = entry.get("column_name")
+                as_ = column.strip() if isinstance(column, str) and column.strip() else name
+                add(entry.get("source_id"), name, as_, f"schema.fields[{j}]", "name")
+            if isinstance(sink.get("mapping"), list) and sink["mapping"]:
+                for i, entry in enumerate(sink["mapping"]):
+                    path = f"sink.mapping[{i}]"
+                    if not isinstance(entry, dict):
+                        self.problem(path, "must be an object {name, column_name, column_type}")
+                        continue
+                    columns.append(
+                        _Column(
+                            entry.get("name"),
+                            entry.get("column_name"),
+                            entry.get("column_type"),
+                            path,
+                            "name",
+                            "column_name",
+                            "column_type",
+                        )
+                    )
+                return output, out_fields, columns, "sink.mapping"
+            for j, entry in enumerate(entries):
+                if isinstance(entry, dict) and not _blank(entry.get("column_name")):
+                    column = entry["column_name"]
+                    columns.append(
+                        _Column(
+                            column.strip() if isinstance(column, str) else column,
+                            column,
+                            entry.get("column_type"),
+                            f"schema.fields[{j}]",
+                            "column_name",
+                            "column_name",
+                            "column_type",
+                        )
+                    )
+            return output, out_fields, columns, "schema.fields"
+        mapping = sink.get("table_mapping")
+        for i, entry in enumerate(mapping if isinstance(mapping, list) else []):
+            path = f"sink.table_mapping[{i}]"
+            if not isinstance(entry, dict):
+                self.problem(
+                    path, "must be an object {source_id, field_name, column_name, column_type}"
+                )
+                continue
+            sid, field, column = (entry.get(k) for k in ("source_id", "field_name", "column_name"))
+            if _blank(sid):
+                self.problem(
+                    f"{path}.source_id",
+                    f"source_id cannot be empty with a join: name the topic ({known})",
+                )
+                continue
+            if not isinstance(sid, str) or sid not in schemas:
+                self.problem(
+                    f"{path}.source_id",
+                    f"{sid!r} is not a source of this pipeline (sources: {known})",
+                )
+                continue
+            if _blank(field) or _blank(column):
+                self.problem(
+                    f"{path}.{'field_name' if _blank(field) else 'column_name'}",
+                    f"{'field' if _blank(field) else 'column'} name cannot be empty",
+                )
+                continue
+            if add(sid, str(field).strip(), str(column).strip(), path, "field_name"):
+                columns.append(
+                    _Column(
+                        str(column).strip(),
+                        column,
+                        entry.get("column_type"),
+                        path,
+                        "field_name",
+                        "column_name",
+                        "column_type",
+                    )
+                )
+        return output, out_fields, columns, "sink.table_mapping"
+
     def legacy_schema_fields(
-        self, topic: dict[str, Any], tpath: str, topic_id: str
+        self, topic: dict[str, Any], tpath: str, topic_id: str, *, joined: bool = False
     ) -> tuple[list[Any] | None, list[str], str]:
-        """Schema entries: v3-style `schema_fields`, v2 top-level `schema.fields`, or v1 `topic.schema`."""
+        """Schema entries: v3-style `schema_fields`, v2 top-level `schema.fields`, or v1 `topic.schema`.
+
+        With `joined`, the v2 top-level entries are those whose `source_id` is `topic_id`
+        (the others are checked once, by `check_join_schema_sources`).
+        """
         if isinstance(topic.get("schema_fields"), list):
             raw = topic["schema_fields"]
             return (
@@ -1106,6 +1484,19 @@ class _Converter:
                 f"{tpath}.schema_fields",
             )
         top = self.doc.get("schema")
+        if isinstance(top, dict) and isinstance(top.get("fields"), list) and joined:
+            raw, paths = [], []
+            for i, entry in enumerate(top["fields"]):
+                if isinstance(entry, dict) and entry.get("source_id") == topic_id:
+                    raw.append(entry)
+                    paths.append(f"schema.fields[{i}]")
+            if not raw:
+                self.problem(
+                    "schema.fields",
+                    f"no field has source_id {topic_id!r}: declare the fields of both topics",
+                )
+                return None, [], "schema.fields"
+            return raw, paths, "schema.fields"
         if isinstance(top, dict) and isinstance(top.get("fields"), list):
             raw, paths = [], []
             for i, entry in enumerate(top["fields"]):
@@ -1138,17 +1529,20 @@ class _Converter:
         )
         return None, [], where
 
-    def legacy_sink(self, fields: dict[str, _Field], topic_id: str) -> dict[str, Any] | None:
-        sink = self.obj(self.doc, "sink", "sink", required=True)
-        if sink is None:
-            return None
+    def legacy_sink_connection(self, sink: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The sink type check, and where the ClickHouse connection keys are (nested or flat)."""
         kind = sink.get("type")
         if kind is not None and str(kind).strip().lower() != "clickhouse":
             self.problem("sink.type", f"unsupported sink type {kind!r}; only clickhouse")
         if isinstance(sink.get("connection_params"), dict):
-            conn, conn_path = sink["connection_params"], "sink.connection_params"
-        else:
-            conn, conn_path = sink, "sink"
+            return sink["connection_params"], "sink.connection_params"
+        return sink, "sink"
+
+    def legacy_sink(self, fields: dict[str, _Field], topic_id: str) -> dict[str, Any] | None:
+        sink = self.obj(self.doc, "sink", "sink", required=True)
+        if sink is None:
+            return None
+        conn, conn_path = self.legacy_sink_connection(sink)
         columns: list[_Column] = []
         if isinstance(sink.get("mapping"), list) and sink["mapping"]:
             container = "sink.mapping"
@@ -1192,7 +1586,8 @@ class _Converter:
         else:
             container = "schema.fields" if self.version == "v2" else "sink.table_mapping"
             top = self.doc.get("schema")
-            for i, entry in enumerate(top.get("fields", []) if isinstance(top, dict) else []):
+            entries = top.get("fields") if isinstance(top, dict) else None
+            for i, entry in enumerate(entries if isinstance(entries, list) else []):
                 if isinstance(entry, dict) and not _blank(entry.get("column_name")):
                     columns.append(
                         _Column(

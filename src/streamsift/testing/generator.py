@@ -175,3 +175,143 @@ def produce_raw(
         producer.poll(0)
     producer.flush(60)
     return len(messages)
+
+
+# ---------------------------------------------------------------------------- two related streams
+
+# Orders (the left side of a join) and user profile events (the right side), for join demos
+# and tests. Schemas as pipeline fields; the dedup key of each is its Kafka message key.
+ORDER_FIELDS = [
+    {"name": "order_id", "type": "string"},
+    {"name": "user_id", "type": "string"},
+    {"name": "amount", "type": "float"},
+    {"name": "created_at", "type": "timestamp"},
+]
+USER_FIELDS = [
+    {"name": "event_id", "type": "string"},
+    {"name": "user.id", "type": "string"},
+    {"name": "user.name", "type": "string"},
+    {"name": "user.plan", "type": "string"},
+    {"name": "updated_at", "type": "timestamp"},
+]
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """Orders and user profile events over `span` of event time.
+
+    Every user re-publishes its profile once per `profile_every` of event time (at its own
+    phase), from `profile_every` before the first order to `profile_every` after the last.
+    A share of orders (`orphans`) names a user that never publishes anything. On each side a
+    share of the produced messages (`duplicates`) are re-sends: exact copies of an event sent a
+    few messages earlier. With `tail`, each stream ends with one extra event this far after
+    every other event (a `tail-order` of user `tail-user`, and that user's profile event at
+    the same time), so a pipeline's event-time watermark can pass every other event.
+    """
+
+    orders: int = 10_000  # order messages produced, re-sends included
+    users: int = 1_000
+    duplicates: float = 0.2
+    orphans: float = 0.1
+    span: timedelta = timedelta(hours=2)
+    profile_every: timedelta = timedelta(hours=1)
+    tail: timedelta | None = timedelta(days=1)
+    seed: int = 7
+
+
+@dataclass
+class JoinStreams:
+    """Both streams in produce order, plus what the generator put in them."""
+
+    orders: list[dict] = field(default_factory=list)
+    users: list[dict] = field(default_factory=list)
+    order_resends: int = 0
+    user_resends: int = 0
+    orphan_orders: int = 0
+    tail_events: int = 0
+
+
+def _with_resends(rng: random.Random, events: list[dict], n: int) -> tuple[list[dict], int]:
+    """`events` with `n` re-sends mixed in: each an exact copy of an event, sent at most five
+    new events after it."""
+    if not events or n <= 0:
+        return list(events), 0
+    after: dict[int, list[dict]] = {}
+    for _ in range(n):
+        original = rng.randrange(len(events))
+        slot = min(original + rng.randrange(6), len(events) - 1)
+        after.setdefault(slot, []).append(dict(events[original]))
+    out: list[dict] = []
+    for i, event in enumerate(events):
+        out.append(event)
+        out.extend(after.get(i, []))
+    return out, n
+
+
+def generate_join_streams(spec: JoinSpec) -> JoinStreams:
+    """Orders (keyed by `order_id`) and user profile events (keyed by `event_id`), in time order
+    apart from the re-sends. Deterministic for a given spec."""
+    if not 0 <= spec.duplicates < 1:
+        raise ValueError("duplicates must be a share in [0, 1)")
+    rng = random.Random(spec.seed)
+    streams = JoinStreams()
+    new_orders = spec.orders - round(spec.orders * spec.duplicates)
+    step = timedelta(milliseconds=int(spec.span.total_seconds() * 1000) // max(new_orders, 1))
+    orders = []
+    for i in range(new_orders):
+        if rng.random() < spec.orphans:
+            user = f"ghost{rng.randrange(max(spec.users, 1))}"
+            streams.orphan_orders += 1
+        else:
+            user = f"u{rng.randrange(spec.users)}"
+        orders.append(
+            {
+                "order_id": f"o{i:07d}",
+                "user_id": user,
+                "amount": round(rng.random() * 200, 2),
+                "created_at": (BASE_TIME + step * i).isoformat(),
+            }
+        )
+    last_order = BASE_TIME + step * max(new_orders - 1, 0)
+    profiles = []
+    every_ms = int(spec.profile_every.total_seconds() * 1000)
+    for u in range(spec.users):
+        at = BASE_TIME - spec.profile_every + timedelta(milliseconds=rng.randrange(every_ms))
+        version = 0
+        while at <= last_order + spec.profile_every:
+            profiles.append(
+                (
+                    at,
+                    {
+                        "event_id": f"u{u}-v{version}",
+                        "user": {
+                            "id": f"u{u}",
+                            "name": f"user {u}",
+                            "plan": rng.choice(["free", "pro", "team"]),
+                        },
+                        "updated_at": at.isoformat(),
+                    },
+                )
+            )
+            at += spec.profile_every
+            version += 1
+    profiles.sort(key=lambda p: (p[0], p[1]["event_id"]))
+    users = [p for _, p in profiles]
+    user_resends = round(len(users) * spec.duplicates / (1 - spec.duplicates))
+    streams.orders, streams.order_resends = _with_resends(rng, orders, spec.orders - new_orders)
+    streams.users, streams.user_resends = _with_resends(rng, users, user_resends)
+    if spec.tail is not None:
+        newest = max([last_order] + [at for at, _ in profiles[-1:]])
+        at = (newest + spec.tail).isoformat()
+        streams.orders.append(
+            {"order_id": "tail-order", "user_id": "tail-user", "amount": 0.0, "created_at": at}
+        )
+        streams.users.append(
+            {
+                "event_id": "tail-user-v0",
+                "user": {"id": "tail-user", "name": "tail", "plan": "free"},
+                "updated_at": at,
+            }
+        )
+        streams.tail_events = 2
+    return streams

@@ -1,0 +1,476 @@
+"""`streamsift demo --join`: a dedup + temporal join pipeline on the bundled broker.
+
+Two related streams go into 3-partition topics: orders (the left side, keyed by `order_id`)
+and user profile events (the right side, keyed by `event_id`), both with re-sends (exact
+copies, same key, so same partition), some orders of users that never publish a profile,
+and a few malformed messages on each side. The pipeline deduplicates each side and joins
+them (inner by default, or left outer) into embedded ClickHouse, until caught up. A small
+reference below computes the rows a correct pipeline must write from the generated data
+alone; the demo compares full row sets, the duplicates dropped on each side and the DLQ,
+and exits 1 on any mismatch.
+
+Left-outer NULL rows are written only once the join's watermark has passed their window
+(docs/semantics.md), which takes later events. So each stream ends with one event a day
+after all the others (`tail-order` and the profile of its user `tail-user`, which match each
+other: one joined row, counted in the expectation). That moves the watermark past every
+other window before the run ends, and the expectation is exact for both join types.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from streamsift.config import format_duration, parse_pipeline
+from streamsift.config.models import Pipeline
+from streamsift.runtime.progress import RunStats
+
+ORDERS_TOPIC, USERS_TOPIC = "orders", "users"
+TABLE = "orders_enriched"
+LEFT_WINDOW = timedelta(minutes=5)  # an order waits 5 min for a later profile event
+RIGHT_WINDOW = timedelta(hours=1)  # a profile event waits 1 h for later orders
+LATENESS = max(LEFT_WINDOW, RIGHT_WINDOW)  # join.allowed_lateness left at its default
+DEDUP_WINDOW = timedelta(hours=1)
+
+# Messages each side's parser must send to the DLQ: (Kafka key, value).
+BAD_ORDERS = [
+    (b"bad-order-1", b"{not json"),  # malformed_json
+    (b"bad-order-2", json.dumps({"order_id": "bad-order-2", "user_id": "u0"}).encode()),  # no time
+]
+BAD_USERS = [
+    (b"bad-user-1", b"[1, 2]"),  # not_an_object
+    (
+        b"bad-user-2",
+        json.dumps(
+            {
+                "event_id": "bad-user-2",
+                "user": {"id": "u0", "name": 42, "plan": "free"},  # type_mismatch: a number
+                "updated_at": "2026-01-01T00:00:00+00:00",
+            }
+        ).encode(),
+    ),
+]
+
+# A joined row as compared: order id, profile event id, amount, user name, plan.
+Row = tuple[str, str | None, float, str | None, str | None]
+ROW_COLUMNS = "order_id, user_event_id, amount, user_name, plan"
+
+
+# ---------------------------------------------------------------------------- the pipeline
+
+
+def join_pipeline(
+    bootstrap_servers: str, data_dir: Path, join_type: str, max_rows_per_batch: int | None = None
+) -> Pipeline:
+    """The demo's pipeline: dedup on each side, then orders join user profiles on the user id."""
+
+    def source(name: str, topic: str, fields: list[dict], time_field: str, key: str) -> dict:
+        return {
+            "name": name,
+            "bootstrap_servers": bootstrap_servers,
+            "topic": topic,
+            "schema": {"fields": fields, "event_time": time_field},
+            "dedup": {"key": key, "time_window": format_duration(DEDUP_WINDOW)},
+        }
+
+    from streamsift.testing.generator import ORDER_FIELDS, USER_FIELDS
+
+    right_fields = ("event_id", "user_event_id"), ("user.name", "user_name"), ("user.plan", "plan")
+    left_window, right_window = format_duration(LEFT_WINDOW), format_duration(RIGHT_WINDOW)
+    return parse_pipeline(
+        {
+            "name": "demo-join",
+            "sources": [
+                source("orders", ORDERS_TOPIC, ORDER_FIELDS, "created_at", "order_id"),
+                source("users", USERS_TOPIC, USER_FIELDS, "updated_at", "event_id"),
+            ],
+            "join": {
+                "type": join_type,
+                "left": {"source": "orders", "key": "user_id", "time_window": left_window},
+                "right": {"source": "users", "key": "user.id", "time_window": right_window},
+                "output": [
+                    *({"from": "left", "field": f} for f in ("order_id", "user_id", "amount")),
+                    {"from": "left", "field": "created_at"},
+                    *({"from": "right", "field": f, "as": a} for f, a in right_fields),
+                ],
+            },
+            "sink": {
+                "clickhouse": {"path": str(data_dir / "clickhouse")},
+                "table": TABLE,
+                "create_table": True,
+                "order_by": ["order_id"],
+                "mapping": [
+                    {"field": "order_id", "column": "order_id", "type": "String"},
+                    {"field": "user_id", "column": "user_id", "type": "String"},
+                    {"field": "amount", "column": "amount", "type": "Float64"},
+                    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
+                    *(
+                        {"field": a, "column": a, "type": "Nullable(String)"}
+                        for a in ("user_event_id", "user_name", "plan")
+                    ),
+                ],
+            },
+            "runtime": {
+                "checkpoint_dir": str(data_dir / "checkpoints" / "demo-join"),
+                "max_rows_per_batch": max_rows_per_batch,
+            },
+        }
+    )
+
+
+# ---------------------------------------------------------------------------- the reference
+
+
+@dataclass
+class Expected:
+    """What a correct pipeline writes for the generated streams (see `reference_join`)."""
+
+    rows: Counter[Row] = field(default_factory=Counter)
+    order_duplicates: int = 0
+    user_duplicates: int = 0
+    unmatched_orders: int = 0  # orders (after dedup) with no profile event in their window
+    null_rows: int = 0  # left outer: rows with NULL user fields, written by the end of the run
+    pending: int = 0  # left outer: unmatched orders whose window the watermark has not passed
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _first_arrivals(
+    events: Iterable[dict], key: Callable[[dict], str], at: Callable[[dict], datetime]
+) -> tuple[list[tuple[dict, datetime]], int]:
+    """Dedup as documented: the first record of a key is kept; a later one whose event time
+    is less than the window away from the kept one is dropped, else kept as the new reference.
+    Every message is keyed by its dedup key, so all records of a key share a partition and
+    arrive in produce order: judging per key in produce order is judging per partition. No
+    record is late (the demo reads everything in one micro-batch, see `run_join_demo`)."""
+    kept: list[tuple[dict, datetime]] = []
+    reference: dict[str, datetime] = {}
+    dropped = 0
+    for event in events:
+        k, t = key(event), at(event)
+        ref = reference.get(k)
+        if ref is not None and abs(t - ref) < DEDUP_WINDOW:
+            dropped += 1
+            continue
+        reference[k] = t
+        kept.append((event, t))
+    return kept, dropped
+
+
+def reference_join(orders: list[dict], users: list[dict], join_type: str) -> Expected:
+    """The joined rows, from the well-formed generated messages, by the rules in
+    docs/semantics.md: a profile event at tr matches an order at tl with the same user id when
+    tl - 1h <= tr <= tl + 5m; inner gives one row per pair; left outer also gives one row with
+    NULL user fields per order without a match, once the watermark (the older of the two
+    sides' newest event time, minus the allowed lateness) has passed tl + 5m."""
+    left, order_dups = _first_arrivals(
+        orders, lambda o: o["order_id"], lambda o: _time(o["created_at"])
+    )
+    right, user_dups = _first_arrivals(
+        users, lambda u: u["event_id"], lambda u: _time(u["updated_at"])
+    )
+    expected = Expected(order_duplicates=order_dups, user_duplicates=user_dups)
+    profiles: dict[str, list[tuple[dict, datetime]]] = {}
+    for event, t in right:
+        profiles.setdefault(event["user"]["id"], []).append((event, t))
+    watermark = min(max(t for _, t in left), max(t for _, t in right)) - LATENESS
+    for order, tl in left:
+        matches = [
+            (u, tr)
+            for u, tr in profiles.get(order["user_id"], [])
+            if tl - RIGHT_WINDOW <= tr <= tl + LEFT_WINDOW
+        ]
+        for user, _ in matches:
+            row = (
+                order["order_id"],
+                user["event_id"],
+                order["amount"],
+                user["user"]["name"],
+                user["user"]["plan"],
+            )
+            expected.rows[row] += 1
+        if matches:
+            continue
+        expected.unmatched_orders += 1
+        if join_type == "left":
+            if tl + LEFT_WINDOW < watermark:
+                expected.rows[(order["order_id"], None, order["amount"], None, None)] += 1
+                expected.null_rows += 1
+            else:
+                expected.pending += 1
+    return expected
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+@dataclass
+class SideStats(RunStats):
+    """RunStats that also keeps messages read and rows emitted per topic (= per side)."""
+
+    read_by_topic: dict[str, int] = field(default_factory=dict)
+    rows_by_topic: dict[str, int] = field(default_factory=dict)
+
+    def ingest(self, progress: Any) -> None:
+        p = progress if isinstance(progress, dict) else json.loads(progress.json)
+        before = self.batches
+        super().ingest(p)
+        if self.batches == before:  # a batch already counted, or an empty report
+            return
+        for src in p.get("sources") or []:
+            start = _offsets(src.get("startOffset")) or self.initial_offsets
+            end = _offsets(src.get("endOffset"))
+            topics = {key.rpartition("/")[0] for key in end}
+            for key, value in end.items():
+                topic = key.rpartition("/")[0]
+                read = max(0, value - start.get(key, value))
+                self.read_by_topic[topic] = self.read_by_topic.get(topic, 0) + read
+            if len(topics) == 1:
+                topic = topics.pop()
+                rows = int(src.get("numInputRows") or 0)
+                self.rows_by_topic[topic] = self.rows_by_topic.get(topic, 0) + rows
+
+    def duplicates_of(self, topic: str) -> int:
+        return self.read_by_topic.get(topic, 0) - self.rows_by_topic.get(topic, 0)
+
+
+def _offsets(value: Any) -> dict[str, int]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {}
+    return {k: int(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class JoinDemoOptions:
+    events: int = 10_000  # order messages, re-sends included
+    users: int = 1_000
+    duplicates: float = 0.2
+    join_type: str = "inner"
+    partitions: int = 3
+    seed: int = 7
+    data_dir: Path | None = None
+    verbose: bool = False
+
+
+def run_join_demo(opts: JoinDemoOptions, progress: Any = None) -> dict[str, Any]:
+    """Produce both streams, run the pipeline until caught up, compare with the reference."""
+    from streamsift.runtime.pipeline import PipelineRunner
+    from streamsift.runtime.query import DEFAULT_MAX_ROWS_PER_BATCH
+    from streamsift.testing.broker import Broker
+    from streamsift.testing.generator import (
+        JoinSpec,
+        generate_join_streams,
+        produce,
+        produce_raw,
+    )
+
+    streams = generate_join_streams(
+        JoinSpec(orders=opts.events, users=opts.users, duplicates=opts.duplicates, seed=opts.seed)
+    )
+    expected = reference_join(streams.orders, streams.users, opts.join_type)
+    data_dir = opts.data_dir or Path(tempfile.mkdtemp(prefix="streamsift-demo-join-"))
+    try:
+        with Broker() as broker:
+            servers = broker.bootstrap_servers
+            started = time.monotonic()
+            for topic, events, key, bad in (
+                (ORDERS_TOPIC, streams.orders, "order_id", BAD_ORDERS),
+                (USERS_TOPIC, streams.users, "event_id", BAD_USERS),
+            ):
+                broker.create_topic(topic, opts.partitions)
+                tail = 1 if streams.tail_events else 0
+                produce(servers, topic, events[: len(events) - tail], key_field=key)
+                produce_raw(servers, topic, bad)  # mid-stream, before the tail event
+                produce(servers, topic, events[len(events) - tail :], key_field=key)
+            produce_s = time.monotonic() - started
+            # One micro-batch takes everything: were a watermark event read in an earlier batch
+            # than other events of its topic (partitions are read at their own pace), it would
+            # put them behind the watermark, and the join would drop them as late.
+            whole = max(len(streams.orders) + len(BAD_ORDERS), len(streams.users) + len(BAD_USERS))
+            pipeline = join_pipeline(
+                servers, data_dir, opts.join_type, max(whole, DEFAULT_MAX_ROWS_PER_BATCH)
+            )
+            runner = PipelineRunner(
+                pipeline, base_dir=data_dir, verbose=opts.verbose, on_progress=progress
+            )
+            runner.stats = stats = SideStats()
+            started = time.monotonic()
+            result = runner.run(until_caught_up=True)
+            run_s = time.monotonic() - started
+            actual = Counter(
+                (o, e, float(a), n, p)
+                for o, e, a, n, p in runner.writer.query_rows(f"SELECT {ROW_COLUMNS} FROM {TABLE}")
+            )
+            null_rows = runner.writer.count(TABLE, "user_event_id IS NULL")
+            dlq_rows = runner.writer.count(pipeline.dlq_table)
+    finally:
+        if opts.data_dir is None:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    run = result.stats
+    missing, unexpected = expected.rows - actual, actual - expected.rows
+    bad = len(BAD_ORDERS) + len(BAD_USERS)
+    report: dict[str, Any] = {
+        "join_type": opts.join_type,
+        "orders_produced": len(streams.orders) + len(BAD_ORDERS),
+        "users_produced": len(streams.users) + len(BAD_USERS),
+        "orders_resent": streams.order_resends,
+        "users_resent": streams.user_resends,
+        "orders_of_unknown_users": streams.orphan_orders,
+        "watermark_events": streams.tail_events,
+        "orders_malformed": len(BAD_ORDERS),
+        "users_malformed": len(BAD_USERS),
+        "expected_rows": sum(expected.rows.values()),
+        "rows_in_clickhouse": sum(actual.values()),
+        "rows_equal": not missing and not unexpected,
+        "missing_rows": sum(missing.values()),
+        "unexpected_rows": sum(unexpected.values()),
+        "expected_unmatched_orders": expected.unmatched_orders,
+        "expected_null_rows": expected.null_rows,
+        "null_rows_in_clickhouse": null_rows,
+        "expected_pending": expected.pending,
+        "expected_duplicates_orders": expected.order_duplicates,
+        "expected_duplicates_users": expected.user_duplicates,
+        "duplicates_dropped_orders": stats.duplicates_of(ORDERS_TOPIC),
+        "duplicates_dropped_users": stats.duplicates_of(USERS_TOPIC),
+        "duplicates_dropped": run["duplicates"],
+        "expected_dlq": bad,
+        "dlq": dlq_rows,
+        "read": run["read"],
+        "late_dropped": run["late_dropped"],
+        "late": run["late"],
+        "batches": run["batches"],
+        "produce_seconds": round(produce_s, 2),
+        "run_seconds": round(run_s, 2),
+        "processing_seconds": round(run["busy_ms"] / 1000, 2),
+    }
+    report["ok"] = (
+        report["rows_equal"]
+        and report["rows_in_clickhouse"] == report["expected_rows"]
+        and null_rows == expected.null_rows
+        and report["duplicates_dropped_orders"] == expected.order_duplicates
+        and report["duplicates_dropped_users"] == expected.user_duplicates
+        and dlq_rows == bad
+        and run["read"] == report["orders_produced"] + report["users_produced"]
+        and run["late_dropped"] == 0
+        and run["late"] == 0
+    )
+    return report
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def report_lines(r: dict[str, Any]) -> list[str]:
+    left = r["join_type"] == "left"
+    tail = r["watermark_events"] // 2
+
+    def produced(side: str, extra: str) -> str:
+        resent, malformed = r[f"{side}_resent"], r[f"{side}_malformed"]
+        new = r[f"{side}_produced"] - resent - malformed - tail
+        return (
+            f"({new:,} new + {resent:,} re-sends + {malformed} malformed + {tail} watermark "
+            f"event{extra})"
+        )
+
+    if left:
+        expected = f"(incl. {r['expected_null_rows']:,} orders without a match, user fields NULL)"
+    else:
+        expected = f"({r['expected_unmatched_orders']:,} orders without a match: no row)"
+    if r["rows_equal"]:
+        actual = "(equal to the reference, row by row)"
+    else:
+        actual = f"({r['missing_rows']:,} missing, {r['unexpected_rows']:,} not expected)"
+    lines = [
+        f"  orders produced            {r['orders_produced']:>10,}   "
+        + produced("orders", f"; {r['orders_of_unknown_users']:,} of users with no profile"),
+        f"  user events produced       {r['users_produced']:>10,}   " + produced("users", ""),
+        f"  duplicates dropped, orders {r['duplicates_dropped_orders']:>10,}   "
+        f"(expected {r['expected_duplicates_orders']:,})",
+        f"  duplicates dropped, users  {r['duplicates_dropped_users']:>10,}   "
+        f"(expected {r['expected_duplicates_users']:,})",
+        f"  expected joined rows       {r['expected_rows']:>10,}   {expected}",
+        f"  rows in ClickHouse         {r['rows_in_clickhouse']:>10,}   {actual}",
+    ]
+    if left:
+        lines.append(
+            f"  NULL rows in ClickHouse    {r['null_rows_in_clickhouse']:>10,}   "
+            f"(expected {r['expected_null_rows']:,})"
+        )
+    lines += [
+        f"  DLQ                        {r['dlq']:>10,}   (expected {r['expected_dlq']:,})",
+        f"  behind the join watermark  {r['late_dropped']:>10,}   (expected 0)",
+        f"  pipeline run               {r['run_seconds']:>9.1f}s   (Spark start-up included)",
+    ]
+    if tail:
+        lines += [
+            "  each stream ends with a watermark event a day after all others (the two match:",
+            "  one joined row, counted above), so the watermark passes every join window before",
+            "  the run ends"
+            + (": without it, NULL rows would wait for later events" if left else ""),
+        ]
+    lines.append(
+        "OK: ClickHouse holds exactly the reference's joined rows"
+        if r["ok"]
+        else "MISMATCH: see above"
+    )
+    return lines
+
+
+def print_report(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        print("\n".join(report_lines(report)))
+    sys.stdout.flush()
+
+
+def cmd_demo_join(args: Any) -> int:
+    """`streamsift demo --join [--join-type inner|left]` (arguments of the `demo` parser)."""
+    from streamsift.cli.output import StatusLine, fail
+
+    join_type = args.join_type or "inner"
+    if not 0 <= args.duplicates < 1:
+        return fail("--duplicates must be a share between 0 and 1, e.g. 0.2", code=2)
+    if args.events <= 0 or args.partitions <= 0 or args.keys <= 0:
+        return fail("--events, --keys and --partitions must be positive", code=2)
+    if not args.json:
+        print(
+            f"streamsift demo --join: {args.events:,} orders and the profile events of "
+            f"{args.keys:,} users ({args.duplicates:.0%} re-sends on each side) -> two "
+            f"{args.partitions}-partition topics on the bundled broker -> dedup (1h) each -> "
+            f"{join_type} join (profile from 1h before to 5m after the order) -> embedded ClickHouse",
+            file=sys.stderr,
+        )
+    status = StatusLine()
+    try:
+        report = run_join_demo(
+            JoinDemoOptions(
+                events=args.events,
+                users=args.keys,
+                duplicates=args.duplicates,
+                join_type=join_type,
+                partitions=args.partitions,
+                seed=args.seed,
+                data_dir=args.data_dir,
+                verbose=args.verbose,
+            ),
+            progress=None if args.json else status,
+        )
+    finally:
+        status.close()
+    print_report(report, args.json)
+    return 0 if report["ok"] else 1
