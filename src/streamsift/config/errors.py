@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class ConfigError(ValueError):
     """A pipeline document is invalid. `problems` holds one `field.path: message` line each."""
@@ -11,3 +13,23 @@ class ConfigError(ValueError):
         self.source = source
         where = f"{source}: " if source else ""
         super().__init__(where + "; ".join(self.problems))
+
+
+def format_validation_error(exc: ValidationError) -> list[str]:
+    """One `field.path: message` line per problem, in the document's own words."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(
+            f"[{p}]" if isinstance(p, int) else ("schema" if p == "schema_" else str(p))
+            for p in err["loc"]
+        ).replace(".[", "[")
+        msg = err["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            if msg.startswith(prefix):
+                msg = msg[len(prefix) :]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (check its spelling and docs/configuration.md)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        lines.append(f"{loc}: {msg}" if loc else msg)
+    return lines

@@ -29,9 +29,8 @@ import yaml
 from pydantic import ValidationError
 
 from streamsift.config.durations import format_duration
-from streamsift.config.errors import ConfigError
+from streamsift.config.errors import ConfigError, format_validation_error
 from streamsift.config.exprlang import ExprLangError, translate
-from streamsift.config.loader import format_validation_error
 from streamsift.config.models import MAX_DEDUP_WINDOW, Pipeline
 from streamsift.config.types import (
     FIELD_TYPE_ALIASES,

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from streamsift.config.errors import ConfigError
+from streamsift.config.errors import ConfigError, format_validation_error
 from streamsift.config.models import Pipeline
 
 
@@ -64,23 +64,3 @@ def parse_pipeline(doc: dict[str, Any], source: str | None = None) -> Pipeline:
 
 def load_pipeline(path: str | Path) -> Pipeline:
     return parse_pipeline(read_document(path), source=str(path))
-
-
-def format_validation_error(exc: ValidationError) -> list[str]:
-    """One `field.path: message` line per problem, in the document's own words."""
-    lines = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(
-            f"[{p}]" if isinstance(p, int) else ("schema" if p == "schema_" else str(p))
-            for p in err["loc"]
-        ).replace(".[", "[")
-        msg = err["msg"]
-        for prefix in ("Value error, ", "Assertion failed, "):
-            if msg.startswith(prefix):
-                msg = msg[len(prefix) :]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (check its spelling and docs/configuration.md)"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
-        lines.append(f"{loc}: {msg}" if loc else msg)
-    return lines
