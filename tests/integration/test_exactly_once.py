@@ -195,7 +195,18 @@ def test_existing_table_without_dedup_window_is_fixed_or_refused(
     assert_exact(endpoint, unique_name, truth)
 
 
-def test_clickhouse_failures_are_retried_until_it_recovers(broker, tmp_path, unique_name, endpoint):
+FAULTS = {
+    "503s": {"fail_next": 4, "status": 503},
+    "dropped-connections": {"fail_next": 4, "status": 0},
+    "response-lost-after-commit": {"fail_next": 3, "status": 0, "after_execute": 1},
+    "slow": {"delay_ms": 400},
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_clickhouse_failures_are_retried_until_it_recovers(
+    broker, tmp_path, unique_name, endpoint, fault
+):
     broker.create_topic(unique_name, 3)
     truth = Truth()
     produce(
@@ -212,8 +223,7 @@ def test_clickhouse_failures_are_retried_until_it_recovers(broker, tmp_path, uni
     )
     runner = PipelineRunner(pipeline)
     runner.prepare_sink()
-    # Every kind of failure a server shows: 503s, a commit followed by a 500, dropped connections.
-    set_remote_faults(endpoint.url, fail_next=4, status=503)
+    set_remote_faults(endpoint.url, **FAULTS[fault])
     result = runner.run(until_caught_up=True)
     assert result.stats["written"] == truth.expected_unique
     assert_exact(endpoint, unique_name, truth)
