@@ -1,0 +1,182 @@
+"""What every benchmark worker shares: the target table, row conversion, checks, progress.
+
+Imported by the quixstreams worker too, which runs in its own interpreter (quixstreams pins
+older confluent-kafka and pydantic than streamsift), so this module imports nothing of
+streamsift's product code: only the load generator's constants, pyarrow and the standard
+library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from streamsift.testing.loadgen import ID_CHECKSUM_SQL, LOAD_MAPPING
+
+# Every benchmark table has the mapped columns plus the time ClickHouse inserted the row:
+# `_ingested_at - produced_at_ms` is the end-to-end latency of a row.
+INGESTED_AT = "_ingested_at"
+INGESTED_AT_DDL = f"{INGESTED_AT} DateTime64(3, 'UTC') DEFAULT now64(3)"
+ARROW_SCHEMA = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("type", pa.string()),
+        ("user_id", pa.string()),
+        ("country", pa.string()),
+        ("session_id", pa.string()),
+        ("os", pa.string()),
+        ("tags", pa.list_(pa.string())),
+        ("amount", pa.float64()),
+        ("attempt", pa.uint32()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("produced_at_ms", pa.int64()),
+    ]
+)
+# A ramp step is sustained when the lag (produced - processed, as the pipeline reports its
+# finished micro-batches about once a second) stays under LAG_BOUND_S seconds of input in the step's second half, grows by
+# less than LAG_GROWTH_S seconds of input from the step's 2nd to its 4th quarter, and is gone
+# DRAIN_GRACE_S after the step. The bound leaves room for a 1 s trigger, a batch of a second
+# or two and the 1 s reporting interval; growth is what tells an overloaded pipeline apart.
+LAG_BOUND_S = 5.0
+LAG_GROWTH_S = 1.0
+DRAIN_GRACE_S = 10.0
+VERSION_COLUMN = "_version"  # ReplacingMergeTree keeps the highest: 2**32-1 - attempt
+
+
+def create_table_sql(table: str, engine: str = "MergeTree", version: bool = False) -> str:
+    """The benchmark table: mapped columns, `_ingested_at`, insert tokens remembered."""
+    cols = [f"`{m['column']}` {m['type']}" for m in LOAD_MAPPING]
+    if version:
+        cols.append(f"{VERSION_COLUMN} UInt32")
+    cols.append(INGESTED_AT_DDL)
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(cols)}) ENGINE = {engine} "
+        "ORDER BY event_id SETTINGS non_replicated_deduplication_window = 1000"
+    )
+
+
+def rows_to_arrow(events: Sequence[dict], version: bool = False) -> pa.Table:
+    """Parsed events (json.loads output) to the table's columns, as a hand-written consumer would."""
+    created = pa.array([e["created_at"] for e in events], pa.string())
+    columns = [
+        pa.array([e["event_id"] for e in events], pa.string()),
+        pa.array([e["type"] for e in events], pa.string()),
+        pa.array([e["user"]["id"] for e in events], pa.string()),
+        pa.array([e["user"]["country"] for e in events], pa.string()),
+        pa.array([e["session"]["id"] for e in events], pa.string()),
+        pa.array([e["session"]["device"]["os"] for e in events], pa.string()),
+        pa.array([e["tags"] for e in events], pa.list_(pa.string())),
+        pa.array([e["amount"] for e in events], pa.float64()),
+        pa.array([e["attempt"] for e in events], pa.uint32()),
+        created.cast(pa.timestamp("us", tz="UTC")),
+        pa.array([e["produced_at_ms"] for e in events], pa.int64()),
+    ]
+    table = pa.Table.from_arrays(columns, schema=ARROW_SCHEMA)
+    if version:
+        versions = pa.array([0xFFFFFFFF - e["attempt"] for e in events], pa.uint32())
+        table = table.append_column(VERSION_COLUMN, versions)
+    return table
+
+
+def verify(query: Any, table: str, truth: dict[str, int], dedup: bool, final: bool = False) -> dict:
+    """Compare a table with the generator's truth: exact or not, and every count behind it.
+
+    `query(sql)` returns the first row of a result. With dedup every id must appear once
+    in its first version (attempt 0) and the ids' checksum must match; without dedup every
+    produced message must be a row.
+    """
+    source = f"{table} FINAL" if final else table
+    rows, distinct, later = (
+        int(v)
+        for v in query(f"SELECT count(), uniqExact(event_id), countIf(attempt > 0) FROM {source}")
+    )
+    checksum = int(
+        query(f"SELECT {ID_CHECKSUM_SQL} FROM (SELECT DISTINCT event_id FROM {source})")[0]
+    )
+    if dedup:
+        expected = truth["expected_unique"]
+        exact = (
+            rows == expected
+            and distinct == expected
+            and later == 0
+            and checksum == truth["id_checksum"]
+        )
+    else:
+        expected = truth["produced"]
+        exact = (
+            rows == expected
+            and distinct == truth["expected_unique"]
+            and checksum == truth["id_checksum"]
+        )
+    return {
+        "expected_rows": expected,
+        "rows": rows,
+        "distinct_ids": distinct,
+        "later_versions": later,
+        "id_checksum_ok": checksum == truth["id_checksum"],
+        "exact": exact,
+    }
+
+
+def timed_query(query: Any, sql: str, repeat: int = 5) -> float:
+    """Median wall seconds of `repeat` runs of a query (the first run warms caches, kept)."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        query(sql)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+class ProgressLog:
+    """Appends one JSON line per sample; the bench runner tails the file while a worker runs."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self._file = open(path, "a", buffering=1) if path else None  # noqa: SIM115 (long-lived)
+
+    def write(self, **sample: Any) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps({"t": time.time(), **sample}) + "\n")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_progress(path: Path) -> list[dict]:
+    """All complete lines of a progress file (a line being written is skipped)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of the files under `path` (0 when it does not exist)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def write_json(path: str | os.PathLike[str], doc: dict) -> None:
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,694 @@
+"""`streamsift bench`: run the scenarios and baselines on one data set, measure, report.
+
+One run of the bench:
+
+1. starts the bundled broker (or uses the one given) and loads a backlog of N events with
+   the load generator (20% re-sends, 1 KB, keyed by event id), writing its ground truth;
+2. drains that backlog once per run kind, each in its own worker process with its own chdb
+   directory: the baselines (raw consumer, quixstreams, ClickHouse-side dedup) and streamsift's
+   scenarios (`ingest`: parse + insert; `dedup`: + first-wins dedup, 1h window), all through
+   the real code paths (streamsift runs the real PipelineRunner);
+3. per streamsift scenario, a live run: the pipeline runs continuously while the generator
+   produces fixed-rate steps (latency at e.g. 1k/5k/20k events/s) and then a stepped ramp
+   that stops at the first rate whose lag does not stay bounded;
+4. checks every run against the truth (a mismatch fails the run: it gets no numbers), and
+   writes results.json, report.md and PNG plots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamsift.bench.common import DRAIN_GRACE_S, LAG_BOUND_S, LAG_GROWTH_S, read_progress
+from streamsift.bench.resources import TreeSampler, process_cpu
+from streamsift.testing.broker import Broker, create_topic
+from streamsift.testing.loadgen import LoadGenerator, LoadSpec
+
+SCENARIOS = ("ingest", "dedup")
+BASELINES = ("raw", "raw_ingest", "quix", "ch_final")
+# Topics get these explicitly: the bundled broker reports only configs set at creation, and
+# quixstreams reads retention.ms/retention.bytes of its input topic.
+TOPIC_CONFIG = {"retention.ms": "604800000", "retention.bytes": "-1"}
+WARMUP_EVENTS = 2_000
+PREPARE_MAX_BYTES = 1 << 30
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class BenchOptions:
+    """Everything a bench run is parameterised by (recorded in results.json)."""
+
+    scenarios: tuple[str, ...] = SCENARIOS
+    baselines: tuple[str, ...] = BASELINES
+    events: int = 200_000
+    out: Path = Path(".streamsift/bench")
+    partitions: int = 3
+    duplicates: float = 0.2
+    keys: int = 10_000
+    payload_bytes: int = 1024
+    seed: int = 7
+    window: str = "1h"
+    live: bool = True
+    live_scenarios: tuple[str, ...] | None = None  # None: every scenario also runs live
+    latency_rates: tuple[int, ...] = (1_000, 5_000, 20_000)
+    ramp_rates: tuple[int, ...] = (
+        2_500,
+        5_000,
+        10_000,
+        20_000,
+        30_000,
+        40_000,
+        50_000,
+        60_000,
+        80_000,
+    )
+    step_seconds: float = 15.0
+    max_rows_per_batch: int | None = None
+    bootstrap_servers: str | None = None
+    keep_work: bool = False
+    plots: bool = True
+    soak_rate: int = 0  # > 0: run only the soak scenario at this rate (see _live)
+    soak_seconds: float = 600.0
+    soak_window: str = "7d"
+    note: str = ""
+    command: str = "streamsift bench"
+
+    def as_dict(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["out"] = str(self.out)
+        return doc
+
+
+@dataclass
+class Run:
+    """Paths and process of one worker run."""
+
+    name: str
+    dir: Path
+    spec: dict[str, Any]
+    progress_path: Path = field(init=False)
+    result_path: Path = field(init=False)
+    log_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.progress_path = self.dir / "progress.jsonl"
+        self.result_path = self.dir / "result.json"
+        self.log_path = self.dir / "worker.log"
+
+
+class Bench:
+    """One bench run; `run()` returns the results document (also written to disk)."""
+
+    def __init__(self, opts: BenchOptions, log: Log = print) -> None:
+        self.opts = opts
+        self.log = log
+        self.out = Path(opts.out).resolve()
+        self.work = self.out / "work"
+        self.run_id = uuid.uuid4().hex[:6]
+        self.broker: Broker | None = None
+        self.bootstrap = opts.bootstrap_servers or ""
+        self.results: dict[str, Any] = {}
+        self.drain_batch_rows = opts.max_rows_per_batch or max(10_000, -(-opts.events // 4))
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> dict[str, Any]:
+        opts = self.opts
+        if self.work.exists():
+            shutil.rmtree(self.work)
+        self.work.mkdir(parents=True)
+        started = time.time()
+        self.results = {
+            "schema": 1,
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "command": opts.command,
+            "options": {**opts.as_dict(), "drain_batch_rows": self.drain_batch_rows},
+            "machine": machine_info(),
+            "drain": {},
+            "live": {},
+        }
+        wants_quix = "quix" in opts.baselines and not opts.soak_rate
+        quix_python = self._quix_python() if wants_quix else None
+        try:
+            if not opts.bootstrap_servers:
+                self.broker = Broker(log_path=self.work / "tansu.log").start()
+                self.bootstrap = self.broker.bootstrap_servers
+            if opts.soak_rate:
+                self.results["live"]["soak"] = self._live("soak")
+                return self._done(started)
+            self.results["dataset"] = self._load_backlog()
+            for name in opts.baselines:
+                if name == "raw_ingest" and "ingest" not in opts.scenarios:
+                    continue
+                self.results["drain"][name] = self._drain(name, quix_python)
+            for scenario in opts.scenarios:
+                self.results["drain"][scenario] = self._drain(scenario, None)
+            if opts.live:
+                live = opts.scenarios if opts.live_scenarios is None else opts.live_scenarios
+                for scenario in live:
+                    self.results["live"][scenario] = self._live(scenario)
+        finally:
+            if self.broker is not None:
+                self.broker.stop()
+        return self._done(started)
+
+    def _done(self, started: float) -> dict[str, Any]:
+        from streamsift.bench.report import finish
+
+        if self.broker is not None:
+            self.broker.stop()
+        self.results["machine"]["load_average_end"] = _loadavg()
+        self.results["duration_seconds"] = round(time.time() - started, 1)
+        finish(self.results, self.out, plots=self.opts.plots)
+        if not self.opts.keep_work:
+            self._clean_work()
+        return self.results
+
+    def _clean_work(self) -> None:
+        """Drop data dirs (chdb, checkpoints); keep each run's logs, progress and result."""
+        for sub in self.work.glob("*/data"):
+            shutil.rmtree(sub, ignore_errors=True)
+
+    def _quix_python(self) -> str | None:
+        from streamsift.bench.quixenv import QuixEnvError, ensure_quix_python
+
+        try:
+            return str(ensure_quix_python(log=self.log))
+        except QuixEnvError as exc:
+            self.log(f"quixstreams baseline unavailable: {exc}")
+            self.results["quix_unavailable"] = str(exc)
+            return None
+
+    # ------------------------------------------------------------------ data
+
+    def _topic(self, label: str) -> str:
+        return f"bench-{self.run_id}-{label}"
+
+    def _spec(self, **over: Any) -> LoadSpec:
+        o = self.opts
+        fields: dict[str, Any] = {
+            "duplicates": o.duplicates,
+            "keys": o.keys,
+            "payload_bytes": o.payload_bytes,
+            "seed": o.seed,
+        }
+        return LoadSpec(**{**fields, **over})
+
+    def _load_backlog(self) -> dict[str, Any]:
+        topic = self._topic("backlog")
+        create_topic(self.bootstrap, topic, self.opts.partitions, TOPIC_CONFIG)
+        gen = LoadGenerator(self._spec(), self.bootstrap, topic)
+        self.log(f"loading {self.opts.events:,} events into {topic}")
+        report = gen.send(self.opts.events, None)
+        gen.close()
+        self.truth_path = self.work / "backlog-truth.json"
+        gen.write_truth(self.truth_path, {"send": report.as_dict()})
+        self.truth = gen.truth.as_dict()
+        self.backlog_topic = topic
+        return {"topic": topic, **self.truth, "producer": report.as_dict()}
+
+    # ------------------------------------------------------------------ drain runs
+
+    def _drain(self, name: str, quix_python: str | None) -> dict[str, Any]:
+        """Drain the backlog with one run kind, in its own process, and measure it."""
+        kind = {
+            "raw": "raw",
+            "raw_ingest": "raw",
+            "quix": "quix",
+            "ch_final": "ch_final",
+        }.get(name, "streamsift")
+        if kind == "quix" and quix_python is None:
+            return {"ok": False, "exact": False, "error": self.results.get("quix_unavailable")}
+        run = self._new_run(
+            f"drain-{name}",
+            kind=kind,
+            topic=self.backlog_topic,
+            dedup=name not in ("ingest", "raw_ingest"),
+            mode="drain",
+            # At least 4 micro-batches, so the first one (which pays for starting Spark's
+            # Python workers) can be told apart from the steady rate of the others.
+            max_rows_per_batch=self.drain_batch_rows,
+        )
+        self.log(f"drain: {name} ...")
+        result = self._execute(run, quix_python)
+        result["rates"] = drain_rates(kind, result)
+        if result.get("exact"):
+            self.log(
+                f"drain: {name}: exact, {result['rates']['processing_rate']:,.0f} events/s "
+                f"processing, {result['rates']['wall_rate']:,.0f} events/s wall"
+            )
+        else:
+            self.log(f"drain: {name}: FAILED ({result.get('error') or 'counts do not match'})")
+        return result
+
+    def _new_run(self, name: str, **spec: Any) -> Run:
+        d = self.work / name
+        d.mkdir(parents=True)
+        (d / "data").mkdir()
+        run = Run(name, d, {})
+        run.spec = {
+            "name": f"{name}-{self.run_id}",
+            "consumer_group": f"bench-{name}-{self.run_id}",
+            "bootstrap_servers": self.bootstrap,
+            "partitions": self.opts.partitions,
+            "window": self.opts.window,
+            "max_rows_per_batch": self.opts.max_rows_per_batch,
+            "truth": getattr(self, "truth", None),
+            "truth_path": str(getattr(self, "truth_path", "")),
+            "work_dir": str(d / "data"),
+            "result_path": str(run.result_path),
+            "progress_path": str(run.progress_path),
+            "latency_path": str(d / "latency.parquet"),
+            **spec,
+        }
+        return run
+
+    def _start(self, run: Run, quix_python: str | None = None) -> subprocess.Popen:
+        spec_path = run.dir / "spec.json"
+        spec_path.write_text(json.dumps(run.spec, indent=2))
+        if run.spec["kind"] == "quix":
+            cmd = [quix_python or "", "-m", "streamsift.bench.quix_worker", str(spec_path)]
+        else:
+            cmd = [sys.executable, "-m", "streamsift.bench.worker", str(spec_path)]
+        log = open(run.log_path, "wb")  # noqa: SIM115 (closed when the process is waited for)
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc._bench_log = log  # type: ignore[attr-defined]
+        return proc
+
+    def _finish(self, run: Run, proc: subprocess.Popen, timeout: float) -> int:
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.log(f"{run.name}: no result within {timeout:.0f}s; killing it")
+            _kill_tree(proc)
+            code = -9
+        proc._bench_log.close()  # type: ignore[attr-defined]
+        return code
+
+    def _execute(self, run: Run, quix_python: str | None) -> dict[str, Any]:
+        broker_cpu = process_cpu(
+            self.broker.process.pid if self.broker and self.broker.process else None
+        )
+        proc = self._start(run, quix_python)
+        sampler = TreeSampler(proc.pid).start()
+        timeout = 300 + self.opts.events / 500
+        try:
+            code = self._finish(run, proc, timeout)
+        except BaseException:  # Ctrl-C / SIGTERM: take the worker (and its JVM) down too
+            _kill_tree(proc)
+            raise
+        resources = sampler.stop()
+        result = self._result(run, code)
+        result["resources"] = resources
+        result["resources"]["broker_cpu_seconds"] = round(
+            process_cpu(self.broker.process.pid if self.broker and self.broker.process else None)
+            - broker_cpu,
+            2,
+        )
+        read = result.get("read") or 0
+        busy_cpu = sampler.cpu_between(result.get("processing_started_at"), result.get("done_at"))
+        if read:
+            result["resources"]["cpu_seconds_per_million"] = round(
+                resources["cpu_seconds"] / read * 1e6, 1
+            )
+        if read and busy_cpu is not None:
+            result["resources"]["processing_cpu_seconds"] = round(busy_cpu, 2)
+            result["resources"]["processing_cpu_seconds_per_million"] = round(
+                busy_cpu / read * 1e6, 1
+            )
+        result["resources"]["rss_series"] = [(round(t, 2), r) for t, r, _c in sampler.samples[::4]]
+        return result
+
+    def _result(self, run: Run, code: int) -> dict[str, Any]:
+        try:
+            result = json.loads(run.result_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            tail = run.log_path.read_text(errors="replace")[-1500:] if run.log_path.exists() else ""
+            result = {"ok": False, "exact": False, "error": f"worker exited {code}: {tail}"}
+        result["log"] = str(run.log_path.relative_to(self.out))
+        return result
+
+    # ------------------------------------------------------------------ live runs
+
+    def _live(self, scenario: str) -> dict[str, Any]:
+        opts = self.opts
+        topic = self._topic(f"live-{scenario}")
+        create_topic(self.bootstrap, topic, opts.partitions, TOPIC_CONFIG)
+        gen = LoadGenerator(self._spec(seed=opts.seed + 1), self.bootstrap, topic)
+        truth_path = self.work / f"live-{scenario}-truth.json"
+        run = self._new_run(
+            f"live-{scenario}",
+            kind="streamsift",
+            topic=topic,
+            dedup=scenario in ("dedup", "soak"),
+            mode="live",
+            truth=None,
+            truth_path=str(truth_path),
+            window=opts.soak_window if scenario == "soak" else opts.window,
+        )
+        produced: list[tuple[float, int]] = []  # (time, acked so far)
+        total = 0
+
+        def send(n: int | list, rate: float | None) -> dict[str, Any]:
+            nonlocal total
+            report = gen.send(n, rate)
+            for t, _sent, acked in report.samples:
+                produced.append((t, total + acked))
+            total += report.acked
+            return report.as_dict()
+
+        self.log(f"live: {scenario}: starting the pipeline")
+        send(WARMUP_EVENTS, None)
+        proc = self._start(run)
+        sampler = TreeSampler(proc.pid).start()
+        position = Position(run.progress_path)
+        steps: list[dict[str, Any]] = []
+        error = None
+        try:
+            if not self._wait_read(position, proc, total, timeout=240):
+                error = "the pipeline did not process the warm-up events within 240 s"
+            else:
+                if scenario == "soak":
+                    plan = [("soak", opts.soak_rate, opts.soak_seconds)]
+                else:
+                    plan = [("latency", r, opts.step_seconds) for r in opts.latency_rates]
+                    plan += [("ramp", r, opts.step_seconds) for r in opts.ramp_rates]
+                steps = self._steps(position, proc, gen, plan, send, produced, lambda: total)
+        finally:
+            gen.close()
+            gen.write_truth(truth_path)
+            if error is None:
+                backlog = total - position.processed
+                self._wait_read(position, proc, total, timeout=120 + backlog / 2_000)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            code = self._finish(run, proc, timeout=180)
+            resources = sampler.stop()
+        result = self._result(run, code)
+        if error:
+            result.update(ok=False, exact=False, error=error)
+        result["resources"] = resources
+        result["resources"]["rss_series"] = [(round(t, 2), r) for t, r, _c in sampler.samples[::4]]
+        if scenario == "soak" and steps:
+            result["memory"] = memory_flatness(sampler.samples, steps[0])
+            result["memory"]["distinct_keys"] = result.get("rows")
+            result["memory"]["seconds"] = round(steps[0]["ended_at"] - steps[0]["started_at"], 1)
+            result["memory"]["window"] = opts.soak_window
+        result["steps"] = steps
+        result["produced"] = total
+        result["series"] = {"produced": produced, "processed": position.series()}
+        if result.get("exact") and Path(run.spec["latency_path"]).exists():
+            attach_latency(result, Path(run.spec["latency_path"]))
+        ramp = [s for s in steps if s["phase"] == "ramp"]
+        sustained = [s["rate"] for s in ramp if s["sustained"]]
+        result["sustained_rate"] = max(sustained) if sustained and result.get("exact") else None
+        result["ramp_limited_by"] = _ramp_limit(ramp)
+        verdict = "exact" if result.get("exact") else f"FAILED ({result.get('error') or 'counts'})"
+        self.log(f"live: {scenario}: {verdict}; sustained {result['sustained_rate']}")
+        return result
+
+    @staticmethod
+    def _wait_read(position: Position, proc: subprocess.Popen, target: int, timeout: float) -> bool:
+        """Wait until the pipeline has processed `target` messages (False: timeout or exit)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return False
+            if position.processed >= target:
+                return True
+            time.sleep(0.25)
+        return False
+
+    def _steps(
+        self,
+        position: Position,
+        proc: subprocess.Popen,
+        gen: LoadGenerator,
+        plan: list[tuple[str, int, float]],
+        send: Callable[[Any, float | None], dict[str, Any]],
+        produced: list[tuple[float, int]],
+        total: Callable[[], int],
+    ) -> list[dict[str, Any]]:
+        steps: list[dict[str, Any]] = []
+        for phase, rate, seconds in plan:
+            if proc.poll() is not None:
+                break
+            n = max(1, int(rate * seconds))
+            # Serialise before the clock starts, unless that would not fit in memory (a long
+            # soak): then events are made while sending, which the achieved rate will show.
+            todo = gen.prepare(n) if n * self.opts.payload_bytes <= PREPARE_MAX_BYTES else n
+            self.log(f"live: {phase} step at {rate:,} events/s for {seconds:.0f}s")
+            report = send(todo, rate)
+            del todo
+            drained = self._wait_read(position, proc, total(), timeout=DRAIN_GRACE_S)
+            drained_at = time.time()
+            if not drained:  # let it catch up before the next step (or before stopping)
+                self._wait_read(position, proc, total(), timeout=max(60.0, n / 2000))
+            step = judge_step(phase, rate, report, produced, position.series(), drained, drained_at)
+            steps.append(step)
+            self.log(
+                f"live: {phase} {rate:,}/s: achieved {step['achieved_rps']:,.0f}/s, "
+                f"max lag {step['max_lag']:,} ({step['max_lag_seconds']:.1f}s of input), "
+                f"{'sustained' if step['sustained'] else 'NOT sustained'}"
+            )
+            if phase == "ramp" and not step["sustained"]:
+                break
+        return steps
+
+
+class Position:
+    """How many messages a live pipeline has finished, from its worker's progress file.
+
+    The worker writes, about once a second, the end offsets of its last finished micro-batch
+    (summed over partitions, from where the query began): a micro-batch is finished when its
+    rows are in ClickHouse and Spark has committed it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def series(self) -> list[tuple[float, int]]:
+        return [(p["t"], p["position"]) for p in read_progress(self.path) if "position" in p]
+
+    @property
+    def processed(self) -> int:
+        points = self.series()
+        return points[-1][1] if points else 0
+
+
+# ---------------------------------------------------------------------- measures
+
+
+def drain_rates(kind: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Events per second over the processing time and over the wall time (start-up included).
+
+    streamsift's processing time is Spark's own account of its micro-batches (the sum of
+    batch durations); a baseline's is from its first message to its last insert. streamsift's
+    steady rate leaves out the first micro-batch, which pays for starting the Python workers.
+    """
+    read = result.get("events") or result.get("read") or 0
+    busy = result.get("busy_seconds") if kind == "streamsift" else result.get("processing_seconds")
+    wall = result.get("wall_seconds")
+    ok = bool(result.get("exact"))
+    steady = result.get("after_first_batch_rate") if kind == "streamsift" else None
+    return {
+        "processing_seconds": busy,
+        "processing_rate": round(read / busy, 1) if ok and busy else None,
+        "wall_rate": round(read / wall, 1) if ok and wall else None,
+        "steady_rate": steady if ok else None,
+    }
+
+
+def _interp(series: Sequence[tuple[float, int]], t: float) -> float:
+    """Value of a non-decreasing step series at time t (linear between samples)."""
+    if not series or t <= series[0][0]:
+        return series[0][1] if series and t >= series[0][0] else 0.0
+    for (t0, v0), (t1, v1) in zip(series, series[1:], strict=False):
+        if t0 <= t <= t1:
+            return v0 + (v1 - v0) * ((t - t0) / (t1 - t0) if t1 > t0 else 1.0)
+    return float(series[-1][1])
+
+
+def judge_step(
+    phase: str,
+    rate: int,
+    report: dict[str, Any],
+    produced: list[tuple[float, int]],
+    processed: list[tuple[float, int]],
+    drained: bool,
+    drained_at: float,
+) -> dict[str, Any]:
+    """Lag over one step (produced - processed, as the pipeline reports it) and the verdict."""
+    start, end = report["started_at"], report["ended_at"]
+    lags = [
+        (t, max(0, int(_interp(produced, t) - done)))
+        for t, done in processed
+        if start <= t <= end + 0.5
+    ]
+    quarter = (end - start) / 4
+    q2 = [lag for t, lag in lags if start + quarter <= t < start + 2 * quarter]
+    q4 = [lag for t, lag in lags if t >= start + 3 * quarter]
+    late = [lag for t, lag in lags if t >= start + 2 * quarter]
+    max_lag = max((lag for _, lag in lags), default=0)
+    achieved = report["achieved_rps"]
+    generator_ok = achieved >= 0.95 * rate
+    bounded = (
+        max(late, default=0) <= rate * LAG_BOUND_S
+        and max(q4, default=0) - max(q2, default=0) <= rate * LAG_GROWTH_S
+    )
+    return {
+        "phase": phase,
+        "rate": rate,
+        "achieved_rps": achieved,
+        "started_at": start,
+        "ended_at": end,
+        "events": report["acked"],
+        "max_lag": max_lag,
+        "max_lag_seconds": round(max_lag / rate, 2),
+        "drained_within_grace": drained,
+        "drain_seconds_after_step": round(drained_at - end, 2) if drained else None,
+        "generator_kept_up": generator_ok,
+        "sustained": bool(bounded and drained and generator_ok),
+    }
+
+
+def memory_flatness(samples: list[tuple[float, int, float]], step: dict[str, Any]) -> dict:
+    """RSS of the tree early in a long step against its end: does state stay off the heap?
+
+    Early = the median over 20-30% of the step (after warm-up), end = the median over its
+    last 10%; flat when they differ by at most 10%.
+    """
+    start, end = step["started_at"], step["ended_at"]
+    span = end - start
+
+    def median_rss(a: float, b: float) -> float | None:
+        values = sorted(r for t, r, _c in samples if start + a * span <= t <= start + b * span)
+        return values[len(values) // 2] / 2**20 if values else None
+
+    early, late = median_rss(0.2, 0.3), median_rss(0.9, 1.0)
+    change = (late - early) / early if early and late else None
+    return {
+        "early_rss_mb": round(early, 1) if early else None,
+        "end_rss_mb": round(late, 1) if late else None,
+        "change": round(change, 4) if change is not None else None,
+        "flat": None if change is None else abs(change) <= 0.10,
+    }
+
+
+def _ramp_limit(ramp: list[dict[str, Any]]) -> str | None:
+    if not ramp:
+        return None
+    last = ramp[-1]
+    if last["sustained"]:
+        return "highest step sustained (raise --ramp to probe further)"
+    if not last["generator_kept_up"]:
+        return (
+            f"the load generator reached only {last['achieved_rps']:,.0f}/s of {last['rate']:,}/s"
+        )
+    return f"lag grew at {last['rate']:,}/s"
+
+
+def attach_latency(result: dict[str, Any], path: Path) -> None:
+    """Per fixed-rate step: latency percentiles of the rows produced during that step."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    produced = table.column("produced_at_ms").to_numpy()
+    latency = (table.column("ingested_ms").to_numpy() - produced) / 1000.0
+    for step in result["steps"]:
+        if step["phase"] != "latency":
+            continue
+        mask = (produced >= step["started_at"] * 1000) & (produced <= step["ended_at"] * 1000)
+        values = latency[mask]
+        if not len(values):
+            continue
+        p50, p95, p99 = np.percentile(values, [50, 95, 99])
+        step["latency"] = {
+            "rows": int(len(values)),
+            "p50": round(float(p50), 3),
+            "p95": round(float(p95), 3),
+            "p99": round(float(p99), 3),
+            "max": round(float(values.max()), 3),
+            "min": round(float(values.min()), 3),
+        }
+        step["latency_cdf"] = _cdf(values)
+
+
+def _cdf(values: Any, points: int = 200) -> list[tuple[float, float]]:
+    import numpy as np
+
+    qs = np.linspace(0, 100, points)
+    return [
+        (round(float(v), 4), round(float(q) / 100, 4))
+        for v, q in zip(np.percentile(values, qs), qs, strict=True)
+    ]
+
+
+def machine_info() -> dict[str, Any]:
+    import psutil
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for mod in ("pyspark", "confluent_kafka", "chdb", "pyarrow", "clickhouse_connect"):
+        try:
+            m = __import__(mod)
+            versions[mod] = getattr(m, "__version__", None) or str(
+                getattr(m, "version", lambda: "")()
+            )
+        except ImportError:
+            versions[mod] = None
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True)
+    return {
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "cpu": cpu,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "java": (java.stderr or java.stdout).splitlines()[0] if java.returncode == 0 else None,
+        "versions": versions,
+        "load_average_start": _loadavg(),
+    }
+
+
+def _loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    import psutil
+
+    try:
+        procs = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            continue
+    proc.wait(10)

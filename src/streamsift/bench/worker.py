@@ -1,0 +1,251 @@
+"""One benchmark run in its own process: `python -m streamsift.bench.worker SPEC.json`.
+
+A process per run because chdb allows one data directory per process and because the
+runner measures a run's memory and CPU as those of its process tree. The spec (written by
+the runner) names the kind of run, the topic, the truth and where to write progress and the
+result; the result is written as JSON to `spec["result_path"]`.
+
+Kinds: `streamsift` (the real PipelineRunner, `mode` drain = availableNow over a backlog, or
+live = running until SIGTERM while the runner produces), `raw` and `ch_final` (see
+baselines.py). The quixstreams baseline has its own entry point (quix_worker.py).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+import traceback
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from streamsift.bench.common import (
+    INGESTED_AT,
+    ProgressLog,
+    create_table_sql,
+    dir_bytes,
+    verify,
+    write_json,
+)
+from streamsift.runtime.progress import RunStats
+from streamsift.testing.loadgen import LOAD_FIELDS, LOAD_MAPPING
+
+TABLE = "events"
+
+
+def pipeline_doc(spec: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline a scenario runs: the load generator's events, embedded ClickHouse."""
+    work = Path(spec["work_dir"])
+    doc: dict[str, Any] = {
+        "name": spec["name"],
+        "source": {
+            "bootstrap_servers": spec["bootstrap_servers"],
+            "topic": spec["topic"],
+            "schema": {"fields": LOAD_FIELDS, "event_time": "created_at"},
+        },
+        "sink": {
+            "clickhouse": {"path": str(work / "clickhouse")},
+            "table": TABLE,
+            "create_table": True,
+            "order_by": ["event_id"],
+            "mapping": LOAD_MAPPING,
+        },
+        "runtime": {
+            "checkpoint_dir": str(work / "checkpoint"),
+            "max_rows_per_batch": spec.get("max_rows_per_batch"),
+        },
+    }
+    if spec.get("max_delay_time"):
+        doc["sink"]["max_delay_time"] = spec["max_delay_time"]
+    if spec.get("consumer_group"):
+        doc["source"]["consumer_group"] = spec["consumer_group"]
+    if spec["dedup"]:
+        doc["dedup"] = {"key": "event_id", "time_window": spec.get("window", "1h")}
+    return doc
+
+
+class BatchRecorder(RunStats):
+    """RunStats that also keeps each micro-batch's rows, duration and phase timings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batch_log: dict[int, dict[str, Any]] = {}
+        self.end_offsets: dict[str, int] = {}
+
+    @property
+    def position(self) -> int:
+        """Messages behind the last finished batch's end offsets (from where the query began).
+
+        Computed from end offsets alone: in live runs some batches were seen to report a start
+        offset equal to their end although they had rows, which makes RunStats.read (a sum of
+        end - start) fall behind.
+        """
+        begin = self.initial_offsets
+        return sum(v - int(begin.get(k, 0)) for k, v in self.end_offsets.items())
+
+    def ingest(self, progress: Any) -> None:
+        p = progress if isinstance(progress, dict) else json.loads(progress.json)
+        batch = p.get("batchId")
+        for src in p.get("sources") or []:
+            end = src.get("endOffset")
+            end = json.loads(end) if isinstance(end, str) else end
+            if isinstance(end, dict):
+                for k, v in end.items():
+                    self.end_offsets[k] = max(self.end_offsets.get(k, 0), int(v))
+        if batch is not None and p.get("numInputRows") and batch not in self.batch_log:
+            read_before = self.read
+            super().ingest(p)
+            sources = p.get("sources") or [{}]
+            self.batch_log[batch] = {
+                "read": self.read - read_before,
+                "start_offsets": sources[0].get("startOffset"),
+                "end_offsets": sources[0].get("endOffset"),
+                "rows": int(p["numInputRows"]),
+                "ms": int(p.get("batchDuration") or 0),
+                "phases_ms": p.get("durationMs") or {},
+                "timestamp": p.get("timestamp"),
+            }
+            return
+        super().ingest(p)
+
+
+def batch_summary(log: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Batches with rows: the first (it pays for warming up Python workers) and the rest."""
+    batches = [log[k] for k in sorted(log)]
+    out: dict[str, Any] = {"batch_log": batches}
+    if batches:
+        first = batches[0]
+        out["first_batch"] = {"rows": first["rows"], "seconds": first["ms"] / 1000}
+        rest = batches[1:]
+        ms = sum(b["ms"] for b in rest)
+        out["after_first_batch_rate"] = None
+        if rest and ms:
+            # messages read, not rows kept: offsets of batches 2.. over their durations
+            read = sum(b["read"] for b in rest)
+            out["after_first_batch_rate"] = round(read / (ms / 1000), 1) if read else None
+        phases: dict[str, int] = {}
+        for b in batches:
+            for k, v in b["phases_ms"].items():
+                phases[k] = phases.get(k, 0) + int(v)
+        out["phases_seconds"] = {k: round(v / 1000, 3) for k, v in sorted(phases.items())}
+    return out
+
+
+def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
+    from streamsift.config import parse_pipeline
+    from streamsift.runtime.pipeline import PipelineRunner
+
+    pipeline = parse_pipeline(pipeline_doc(spec))
+    work = Path(spec["work_dir"])
+    first_batch_at: list[float] = []
+
+    def on_progress(stats: RunStats) -> None:
+        if stats.batches and not first_batch_at:
+            # the first batch started about busy_ms before it was reported
+            first_batch_at.append(time.time() - stats.busy_ms / 1000)
+        progress.write(
+            position=recorder.position,
+            read=stats.read,
+            written=stats.written,
+            batches=stats.batches,
+            busy_ms=stats.busy_ms,
+            lag=stats.lag,
+        )
+
+    runner = PipelineRunner(pipeline, base_dir=work, on_progress=on_progress)
+    runner.stats = recorder = BatchRecorder()  # same totals, plus each batch's own figures
+    runner.writer.command(create_table_sql(TABLE))
+    live = spec["mode"] == "live"
+    if live:
+        signal.signal(signal.SIGTERM, lambda *_: runner.stop())
+        signal.signal(signal.SIGINT, lambda *_: runner.stop())
+    result = runner.run(until_caught_up=not live)
+    done_at = time.time()
+    stats = result.stats
+    progress.write(
+        position=recorder.position,
+        **{k: stats[k] for k in ("read", "written", "batches", "busy_ms", "lag")},
+    )
+
+    truth = json.loads(Path(spec["truth_path"]).read_text())
+    check = verify(lambda sql: runner.writer.query_rows(sql)[0], TABLE, truth, dedup=spec["dedup"])
+    started = spec["process_started"]
+    batches = [recorder.batch_log[k] for k in sorted(recorder.batch_log)]
+    if batches and batches[0].get("timestamp"):  # Spark's own start time of the first batch
+        stamp = batches[0]["timestamp"].replace("Z", "+00:00")
+        first_batch_at[:] = [datetime.fromisoformat(stamp).timestamp()]
+    out: dict[str, Any] = {
+        **batch_summary(recorder.batch_log),
+        "read": stats["read"],
+        "written": stats["written"],
+        "dlq": stats["dlq"],
+        "late": stats["late"],
+        "batches": stats["batches"],
+        "busy_seconds": round(stats["busy_ms"] / 1000, 3),
+        "wall_seconds": round(done_at - started, 3),
+        "startup_seconds": round(first_batch_at[0] - started, 3) if first_batch_at else None,
+        "processing_started_at": first_batch_at[0] if first_batch_at else None,
+        "done_at": done_at,
+        "state_bytes": dir_bytes(work / "checkpoint"),
+        "dedup_state_bytes": dir_bytes(work / "checkpoint" / "dedup"),
+        "sink_bytes": dir_bytes(work / "clickhouse"),
+        **check,
+    }
+    # Correctness is what ClickHouse holds (and nothing in the DLQ). The run's own message
+    # count (RunStats.read, from Spark's progress offsets) is reported beside it: it has been
+    # seen to miss batches in live runs while the table was exact.
+    out["exact"] = out["exact"] and stats["dlq"] == 0
+    out["events"] = truth["produced"]
+    out["position"] = recorder.position
+    out["stats_read_matches"] = stats["read"] == truth["produced"]
+    if live:
+        latency_path = Path(spec["latency_path"])
+        rows = runner.writer.query_rows(
+            f"SELECT produced_at_ms, toUnixTimestamp64Milli({INGESTED_AT}) FROM {TABLE}"
+        )
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(
+            pa.table(
+                {
+                    "produced_at_ms": pa.array([r[0] for r in rows], pa.int64()),
+                    "ingested_ms": pa.array([r[1] for r in rows], pa.int64()),
+                }
+            ),
+            latency_path,
+        )
+        out["latency_path"] = str(latency_path)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    spec = json.loads(Path(argv[0]).read_text())
+    spec["process_started"] = psutil.Process().create_time()
+    progress = ProgressLog(spec.get("progress_path"))
+    try:
+        if spec["kind"] == "streamsift":
+            result = run_streamsift(spec, progress)
+        elif spec["kind"] in ("raw", "ch_final"):
+            from streamsift.bench.baselines import run_raw
+
+            result = run_raw(spec, progress)
+        else:
+            raise ValueError(f"unknown worker kind {spec['kind']!r}")
+        result["ok"] = True
+    except Exception as exc:  # noqa: BLE001 (reported to the runner, which marks the run failed)
+        traceback.print_exc()
+        result = {"ok": False, "exact": False, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        progress.close()
+    write_json(spec["result_path"], result)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

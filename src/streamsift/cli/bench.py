@@ -1,0 +1,140 @@
+"""`streamsift bench`: scenarios and baselines on the bundled broker and embedded ClickHouse."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from streamsift.cli.output import fail
+
+
+def _rates(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(float(x)) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of rates"
+        ) from None
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="benchmark streamsift against baselines and write results.json, report.md and plots",
+        description=(
+            "Starts the bundled broker, loads a backlog with the load generator and drains it with "
+            "streamsift (ingest, dedup) and with baselines (raw consumer, quixstreams, ClickHouse "
+            "FINAL), each checked exact against the generator's truth; then runs each scenario "
+            "live at fixed rates (latency) and on a stepped ramp (sustained rate)."
+        ),
+    )
+    p.add_argument(
+        "--scenario",
+        choices=["ingest", "dedup", "all", "soak"],
+        default="all",
+        help="soak: only a long dedup run at --soak-rate for --soak-seconds (memory over time)",
+    )
+    p.add_argument("--events", type=int, default=200_000, help="backlog size for the drain runs")
+    p.add_argument("--out", type=Path, default=Path(".streamsift/bench"), help="output directory")
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=15.0,
+        help="seconds per fixed-rate step of the live runs (default 15)",
+    )
+    p.add_argument(
+        "--latency-rates", type=_rates, default=(1_000, 5_000, 20_000), help="e.g. 1000,5000,20000"
+    )
+    p.add_argument(
+        "--ramp",
+        type=_rates,
+        default=(2_500, 5_000, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 80_000),
+        help="ramp steps in events/s; stops at the first one not sustained",
+    )
+    p.add_argument("--no-live", action="store_true", help="drain runs only")
+    p.add_argument(
+        "--live-scenarios",
+        help="comma-separated scenarios to run live (default: the same as --scenario)",
+    )
+    p.add_argument(
+        "--baselines",
+        default="raw,raw_ingest,quix,ch_final",
+        help="comma-separated subset of raw,raw_ingest,quix,ch_final ('' for none)",
+    )
+    p.add_argument("--soak-rate", type=int, default=10_500, help="events/s of the soak")
+    p.add_argument("--soak-seconds", type=float, default=600.0)
+    p.add_argument("--soak-window", default="7d", help="dedup window of the soak")
+    p.add_argument("--partitions", type=int, default=3)
+    p.add_argument("--duplicates", type=float, default=0.2)
+    p.add_argument("--payload-bytes", type=int, default=1024)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--max-rows-per-batch", type=int, default=None, help="streamsift's admission limit"
+    )
+    p.add_argument("--bootstrap-servers", help="use this Kafka instead of the bundled broker")
+    p.add_argument("--keep-work", action="store_true", help="keep chdb dirs and checkpoints")
+    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--note", default="", help="a remark printed in the report")
+    p.set_defaults(func=cmd_bench, logs=False)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from streamsift.bench.runner import BASELINES, SCENARIOS, Bench, BenchOptions
+
+    baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
+    unknown = sorted(set(baselines) - set(BASELINES))
+    if unknown:
+        return fail(f"unknown baseline(s) {', '.join(unknown)}; use {', '.join(BASELINES)}", code=2)
+    live_scenarios = None
+    if args.live_scenarios is not None:
+        live_scenarios = tuple(x.strip() for x in args.live_scenarios.split(",") if x.strip())
+        if set(live_scenarios) - set(SCENARIOS):
+            return fail(f"--live-scenarios takes {', '.join(SCENARIOS)}", code=2)
+    if args.events <= 0 or args.partitions <= 0 or args.duration <= 0:
+        return fail("--events, --partitions and --duration must be positive", code=2)
+    opts = BenchOptions(
+        scenarios={"all": SCENARIOS, "soak": ()}.get(args.scenario, (args.scenario,)),
+        soak_rate=args.soak_rate if args.scenario == "soak" else 0,
+        soak_seconds=args.soak_seconds,
+        soak_window=args.soak_window,
+        baselines=baselines,
+        events=args.events,
+        out=args.out,
+        partitions=args.partitions,
+        duplicates=args.duplicates,
+        payload_bytes=args.payload_bytes,
+        seed=args.seed,
+        live=not args.no_live,
+        live_scenarios=live_scenarios,
+        latency_rates=args.latency_rates,
+        ramp_rates=args.ramp,
+        step_seconds=args.duration,
+        max_rows_per_batch=args.max_rows_per_batch,
+        bootstrap_servers=args.bootstrap_servers,
+        keep_work=args.keep_work,
+        plots=not args.no_plots,
+        note=args.note,
+        command="streamsift " + shlex.join(sys.argv[1:]),
+    )
+
+    def log(msg: str) -> None:
+        print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True)
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # unwinds through the runner: broker and workers are stopped
+
+    signal.signal(signal.SIGTERM, stop)
+    results = Bench(opts, log=log).run()
+    out = Path(args.out)
+    print(f"report: {out / 'report.md'}\nresults: {out / 'results.json'}")
+    for name in results.get("plots", []):
+        print(f"plot: {out / name}")
+    if not results.get("all_exact"):
+        print("FAILED: at least one run did not match the generator's truth", file=sys.stderr)
+        return 1
+    return 0

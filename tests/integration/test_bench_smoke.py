@@ -1,0 +1,88 @@
+"""`streamsift bench` and `streamsift loadgen` end to end, small: correctness only, no timings.
+
+Every scenario and every baseline drains a 3,000-event backlog and must be exact; the dedup
+scenario also runs live (one fixed-rate step, one ramp step). The report, results.json and
+the plots must exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def streamsift(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "streamsift.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env=os.environ.copy(),
+    )
+
+
+def test_bench_smoke_every_run_exact_and_report_written(tmp_path):
+    out = tmp_path / "bench"
+    proc = streamsift(
+        "bench",
+        "--scenario", "all",
+        "--events", "3000",
+        "--out", str(out),
+        "--live-scenarios", "dedup",
+        "--latency-rates", "1000",
+        "--ramp", "2000",
+        "--duration", "2",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["all_exact"] is True
+    expected_runs = {"raw", "raw_ingest", "quix", "ch_final", "ingest", "dedup"}
+    assert set(results["drain"]) == expected_runs
+    for name, run in results["drain"].items():
+        assert run["exact"], (name, run)
+        assert run["read"] == 3000, name
+    truth = results["dataset"]
+    assert results["drain"]["dedup"]["rows"] == truth["expected_unique"]
+    assert results["drain"]["ingest"]["rows"] == truth["produced"] == 3000
+    assert (
+        results["drain"]["ch_final"]["read_cost"]["rows_without_final"] >= truth["expected_unique"]
+    )
+    live = results["live"]["dedup"]
+    assert live["exact"] and live["produced"] == live["read"]
+    assert [s["phase"] for s in live["steps"]] == ["latency", "ramp"]
+    assert live["steps"][0]["latency"]["rows"] > 0
+    report = (out / "report.md").read_text()
+    assert "every run exact" in report and "FAILED" not in report
+    for name in ("drain-rates.png", "throughput-dedup.png", "latency-cdf.png"):
+        assert (out / name).stat().st_size > 10_000, name
+        assert f"]({name})" in report
+
+
+def test_loadgen_cli_reports_rate_and_writes_truth(tmp_path):
+    truth_path = tmp_path / "truth.json"
+    args = ["loadgen", "--bundled-broker", "--topic", "lg", "--events", "2000", "--rps", "1000"]
+    proc = streamsift(*args, "--late", "0.01", "--truth", str(truth_path), "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["acked"] == 2000 and summary["target_rps"] == 1000
+    assert summary["achieved_rps"] > 0
+    truth = json.loads(truth_path.read_text())
+    assert truth["produced"] == 2000
+    assert truth["expected_unique"] + truth["duplicates"] == 2000
+    assert truth["spec"]["seed"] == 7
+    again = tmp_path / "again.json"
+    proc = streamsift(*args, "--late", "0.01", "--truth", str(again), "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    second = json.loads(again.read_text())
+    assert {k: second[k] for k in ("expected_unique", "duplicates", "late", "id_checksum")} == {
+        k: truth[k] for k in ("expected_unique", "duplicates", "late", "id_checksum")
+    }
