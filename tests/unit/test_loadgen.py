@@ -10,7 +10,7 @@ import pytest
 
 from streamsift.bench.common import verify
 from streamsift.bench.report import markdown, ratios, targets
-from streamsift.bench.runner import _interp, drain_rates, judge_step
+from streamsift.bench.runner import _interp, drain_rates, judge_step, sustained_rate
 from streamsift.testing.loadgen import (
     LoadGenerator,
     LoadSpec,
@@ -176,3 +176,14 @@ def test_a_failed_run_gets_no_rate_and_no_ratio():
     assert met["dedup vs raw consumer (processing rate)"] is None
     text = markdown({**results, "ratios": ratios(results), "targets": targets(results)})
     assert "**FAILED**" in text and "SOME RUNS FAILED" in text
+
+
+def test_sustained_rate_is_the_highest_rate_below_the_first_failure():
+    steps = [
+        {"rate": 1_000, "sustained": True},
+        {"rate": 20_000, "sustained": True},
+        {"rate": 5_000, "sustained": False},
+        {"rate": 2_500, "sustained": True},
+    ]
+    assert sustained_rate(steps) == 2_500
+    assert sustained_rate([{"rate": 1_000, "sustained": False}]) is None

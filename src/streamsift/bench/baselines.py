@@ -19,6 +19,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from streamsift.bench.common import (
+    VERSION_COLUMN,
     ProgressLog,
     create_table_sql,
     dir_bytes,
@@ -41,7 +42,7 @@ def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     dedup = spec["dedup"] and not final
     table = "events"
     client = clickhouse_connect.get_client(dsn=f"chdb://{work / 'clickhouse'}")
-    engine = f"ReplacingMergeTree({'_version'})" if final else "MergeTree"
+    engine = f"ReplacingMergeTree({VERSION_COLUMN})" if final else "MergeTree"
     client.command(create_table_sql(table, engine=engine, version=final))
 
     truth = spec["truth"]

@@ -147,7 +147,7 @@ def throughput_plot(scenario: str, live: dict, path: Path) -> str:
         ax1.text(
             (a + b) / 2,
             ax1.get_ylim()[1] * 0.97,
-            f"{step['rate'] // 1000}k",
+            f"{step['rate'] / 1000:g}k",
             ha="center",
             va="top",
             fontsize=8,

@@ -59,8 +59,6 @@ def pipeline_doc(spec: dict[str, Any]) -> dict[str, Any]:
             "max_rows_per_batch": spec.get("max_rows_per_batch"),
         },
     }
-    if spec.get("max_delay_time"):
-        doc["sink"]["max_delay_time"] = spec["max_delay_time"]
     if spec.get("consumer_group"):
         doc["source"]["consumer_group"] = spec["consumer_group"]
     if spec["dedup"]:

@@ -66,6 +66,7 @@ ID_CHECKSUM_SQL = "sum(reinterpretAsUInt32(reverse(unhex(substring(event_id, 1, 
 _COUNTRIES = ["DE", "US", "FR", "IN", "BR", "JP", "GB", "NL", "PL", "ES"]
 _OS = ["android", "ios", "windows", "macos", "linux"]
 _BROWSERS = ["chrome", "safari", "firefox", "edge"]
+_REFERRERS = ["", "https://search.example/", "https://news.example/", "https://mail.example/"]
 _STAMP_KEY = b',"produced_at_ms":'
 
 
@@ -107,10 +108,6 @@ class LoadTruth:
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
-
-    @property
-    def expected_rows_without_dedup(self) -> int:
-        return self.produced
 
 
 @dataclass
@@ -347,6 +344,3 @@ class LoadGenerator:
         }
         doc["spec"].pop("late_by")
         Path(path).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-
-
-_REFERRERS = ["", "https://search.example/", "https://news.example/", "https://mail.example/"]
