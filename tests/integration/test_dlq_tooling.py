@@ -534,6 +534,8 @@ def test_run_and_dlq_with_sasl_credentials_never_print_them(
     assert pipeline.source.security.librdkafka()["sasl.password"] == SASL_SECRET
 
     caplog.set_level(logging.DEBUG)
+    # `streamsift` commands run earlier in the session quiet librdkafka's logger: hear it here.
+    caplog.set_level(logging.DEBUG, logger="streamsift.kafka.librdkafka")
     with pytest.raises((SourceError, PipelineFailed)) as failed:
         PipelineRunner(pipeline).run(until_caught_up=True)
     assert unique_name in str(failed.value)
