@@ -23,6 +23,8 @@ class RunStats:
     lag: int | None = None  # messages in Kafka not yet read
     status: str | None = None  # e.g. "retrying ClickHouse: connection refused"
     initial_offsets: dict[str, int] = field(default_factory=dict, repr=False)
+    _base: dict[str, int] = field(default_factory=dict, repr=False)
+    _ends: dict[str, int] = field(default_factory=dict, repr=False)
     _seen_batches: set[int] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -57,9 +59,13 @@ class RunStats:
             self._seen_batches.add(batch)
             rows = int(p.get("numInputRows") or 0)
             for src in sources:
+                # Counted from where this run started to the furthest end seen, so a report
+                # that was missed or that restates an earlier batch cannot skew the total.
                 start = _offsets(src.get("startOffset")) or self.initial_offsets
-                end = _offsets(src.get("endOffset"))
-                self.read += sum(max(0, v - start.get(k, v)) for k, v in end.items())
+                for key, value in _offsets(src.get("endOffset")).items():
+                    self._base.setdefault(key, start.get(key, value))
+                    self._ends[key] = max(self._ends.get(key, value), value)
+            self.read = sum(self._ends[k] - self._base[k] for k in self._ends)
             self.rows_in += rows
             self.late_dropped += sum(
                 int(op.get("numRowsDroppedByWatermark") or 0)

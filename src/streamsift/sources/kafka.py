@@ -31,6 +31,7 @@ from pyspark.sql.streaming.datasource import (
 from streamsift.sources.errors import SourceError, SourceUnavailable
 
 FETCH_CHUNK = 50_000
+END_PROBE_BUDGET_S = 0.2
 log = logging.getLogger("streamsift.kafka")
 
 
@@ -185,23 +186,27 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start = max(high - 1, self._known_ends.get(key, 0), low, 0)
         consumer.assign([TopicPartition(self.spec.topic, partition, start)])
         end = start
-        deadline = time.monotonic() + 30
+        started = time.monotonic()
+        deadline = started + 30
         try:
             while time.monotonic() < deadline:
-                msg = consumer.poll(1.0)
-                if msg is None:
-                    continue
-                err = msg.error()
-                if err is None:
-                    end = msg.offset() + 1
-                elif err.code() == KafkaError._PARTITION_EOF:
-                    end = max(end, msg.offset())
+                done = False
+                for msg in consumer.consume(10_000, 0.05):
+                    err = msg.error()
+                    if err is None:
+                        end = max(end, msg.offset() + 1)
+                    elif err.code() == KafkaError._PARTITION_EOF:
+                        end = max(end, msg.offset())
+                        done = True
+                    elif err.code() == KafkaError.OFFSET_OUT_OF_RANGE:
+                        end = max(high, low)
+                        done = True
+                    elif not err.retriable():
+                        raise SourceUnavailable(f"reading {key}: {err.str()}")
+                # While producers keep writing, the end keeps moving: any offset seen is a
+                # valid end, so stop after a short budget instead of chasing it.
+                if done or (end > start and time.monotonic() - started > END_PROBE_BUDGET_S):
                     break
-                elif err.code() == KafkaError.OFFSET_OUT_OF_RANGE:
-                    end = max(high, low)
-                    break
-                elif not err.retriable():
-                    raise SourceUnavailable(f"reading {key}: {err.str()}")
             else:
                 raise SourceUnavailable(
                     f"no end-of-partition signal from {key} within 30s (is the broker up?)"
