@@ -307,26 +307,24 @@ class _Converter:
     def obj(
         self, parent: dict[str, Any], key: str, path: str, *, required: bool
     ) -> dict[str, Any] | None:
-        value = parent.get(key)
-        if value is None:
-            if required:
-                self.problem(path, "required field is missing")
-            return None
-        if not isinstance(value, dict):
-            self.problem(path, f"must be an object, got {type(value).__name__}")
-            return None
-        return value
+        return self._typed(parent, key, path, dict, "an object", required)
 
     def array(
         self, parent: dict[str, Any], key: str, path: str, *, required: bool
     ) -> list[Any] | None:
+        return self._typed(parent, key, path, list, "a list", required)
+
+    def _typed(
+        self, parent: dict[str, Any], key: str, path: str, kind: type, label: str, required: bool
+    ) -> Any:
+        """`parent[key]` if it is of `kind`; else None, with a problem recorded where due."""
         value = parent.get(key)
         if value is None:
             if required:
                 self.problem(path, "required field is missing")
             return None
-        if not isinstance(value, list):
-            self.problem(path, f"must be a list, got {type(value).__name__}")
+        if not isinstance(value, kind):
+            self.problem(path, f"must be {label}, got {type(value).__name__}")
             return None
         return value
 
