@@ -1,8 +1,9 @@
 """`streamsift bench` and `streamsift loadgen` end to end, small: correctness only, no timings.
 
-Every scenario and every baseline drains a 3,000-event backlog and must be exact; the dedup
-scenario also runs live (one fixed-rate step, one ramp step). The report, results.json and
-the plots must exist.
+Every scenario and every baseline drains a 3,000-event backlog and must be exact (dedup-join
+and its raw baseline also read 300 profile events and must write exactly the reference's
+joined rows); the dedup scenario also runs live (one fixed-rate step, one ramp step). The
+report, results.json and the plots must exist.
 """
 
 from __future__ import annotations
@@ -41,16 +42,26 @@ def test_bench_smoke_every_run_exact_and_report_written(tmp_path):
         "--latency-rates", "1000",
         "--ramp", "2000",
         "--duration", "2",
+        "--join-window", "5s,10s",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["all_exact"] is True
     expected_runs = {"raw", "raw_ingest", "quix", "ch_final", "ingest", "dedup"}
-    assert set(results["drain"]) == expected_runs
+    assert set(results["drain"]) == expected_runs | {"dedup-join", "raw_join"}
     for name, run in results["drain"].items():
         assert run["exact"], (name, run)
-        assert run["read"] == 3000, name
+        assert run["read"] == (3300 if "join" in name else 3000), name
     truth = results["dataset"]
+    join_truth = truth["join"]
+    assert join_truth["right_messages"] == 300 and join_truth["spec"]["right_window_s"] == 10
+    assert 0 < join_truth["left_unmatched"] < join_truth["left_kept"]
+    for name in ("dedup-join", "raw_join"):
+        run = results["drain"][name]
+        assert run["rows"] == join_truth["expected_rows"] > 0, name
+        assert run["pair_checksum_ok"] and run["later_versions"] == 0, name
+        assert run["late_dropped"] == 0 and run["rates"]["processing_rate"] > 0, name
+    assert set(results["live"]) == {"dedup"}
     assert results["drain"]["dedup"]["rows"] == truth["expected_unique"]
     assert results["drain"]["ingest"]["rows"] == truth["produced"] == 3000
     assert (
@@ -62,6 +73,7 @@ def test_bench_smoke_every_run_exact_and_report_written(tmp_path):
     assert live["steps"][0]["latency"]["rows"] > 0
     report = (out / "report.md").read_text()
     assert "every run exact" in report and "FAILED" not in report
+    assert "### Dedup + inner join" in report
     for name in ("drain-rates.png", "throughput-dedup.png", "latency-cdf.png"):
         assert (out / name).stat().st_size > 10_000, name
         assert f"]({name})" in report
@@ -86,3 +98,23 @@ def test_loadgen_cli_reports_rate_and_writes_truth(tmp_path):
     assert {k: second[k] for k in ("expected_unique", "duplicates", "late", "id_checksum")} == {
         k: truth[k] for k in ("expected_unique", "duplicates", "late", "id_checksum")
     }
+
+
+def test_loadgen_cli_join_topic_writes_the_join_truth(tmp_path):
+    truth_path = tmp_path / "truth.json"
+    proc = streamsift(
+        "loadgen", "--bundled-broker", "--topic", "orders", "--join-topic", "profiles",
+        "--events", "2000", "--join-events", "300", "--join-window", "5s,20s",
+        "--late", "0.02", "--truth", str(truth_path), "--json",
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["acked"] == 2000 and summary["join_acked"] == 300
+    truth = json.loads(truth_path.read_text())
+    join = truth["join"]
+    assert join["topic"] == "profiles" and join["right_messages"] == 300
+    assert join["left_messages"] == 2000 and join["left_kept"] == truth["expected_unique"]
+    assert join["spec"]["left_window_s"] == 5 and join["spec"]["right_window_s"] == 20
+    assert join["expected_rows"] == summary["join"]["expected_rows"] > 0
+    assert join["left_matched"] + join["left_unmatched"] == join["left_kept"]

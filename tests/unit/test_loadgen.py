@@ -12,10 +12,16 @@ from streamsift.bench.common import verify
 from streamsift.bench.report import markdown, ratios, targets
 from streamsift.bench.runner import _interp, drain_rates, judge_step, sustained_rate
 from streamsift.testing.loadgen import (
+    LATE_USER_PREFIX,
+    JoinLoadSpec,
+    JoinTruth,
     LoadGenerator,
     LoadSpec,
     TokenBucket,
+    dedup_first,
     id_checksum_part,
+    pair_checksum_part,
+    reference_join,
 )
 
 
@@ -187,3 +193,254 @@ def test_sustained_rate_is_the_highest_rate_below_the_first_failure():
     ]
     assert sustained_rate(steps) == 2_500
     assert sustained_rate([{"rate": 1_000, "sustained": False}]) is None
+
+
+# ---------------------------------------------------------------------- the join stream and truth
+
+S = 1000  # ms
+WL, WR, DEDUP = timedelta(seconds=30), timedelta(seconds=60), timedelta(hours=1)
+T = 1_000_000  # a left record's event time, ms
+
+
+def _pairs(left, right, dedup=DEDUP):
+    truth = reference_join(left, right, WL, WR, dedup)
+    return truth.expected_rows, truth.distinct_pairs
+
+
+@pytest.mark.parametrize(
+    ("case", "left", "right", "rows", "distinct"),
+    [
+        ("same time", [("l1", "u1", T)], [("r1", "u1", T)], 1, 1),
+        ("right earlier, inside", [("l1", "u1", T)], [("r1", "u1", T - 59 * S)], 1, 1),
+        ("right earlier, on the edge", [("l1", "u1", T)], [("r1", "u1", T - 60 * S)], 1, 1),
+        ("right earlier, 1 ms outside", [("l1", "u1", T)], [("r1", "u1", T - 60 * S - 1)], 0, 0),
+        ("right later, on the edge", [("l1", "u1", T)], [("r1", "u1", T + 30 * S)], 1, 1),
+        ("right later, 1 ms outside", [("l1", "u1", T)], [("r1", "u1", T + 30 * S + 1)], 0, 0),
+        ("no right of that key", [("l1", "u1", T)], [("r1", "u2", T)], 0, 0),
+        ("no right at all", [("l1", "u1", T)], [], 0, 0),
+        (
+            "one left, two rights in window, one outside",
+            [("l1", "u1", T)],
+            [("r1", "u1", T - 10 * S), ("r2", "u1", T + 10 * S), ("r3", "u1", T + 31 * S)],
+            2,
+            2,
+        ),
+        (
+            "two lefts share a right",
+            [("l1", "u1", T), ("l2", "u1", T + 20 * S)],
+            [("r1", "u1", T + 5 * S)],
+            2,
+            2,
+        ),
+        (
+            "left re-send within the dedup window: dropped",
+            [("l1", "u1", T), ("l1", "u1", T)],
+            [("r1", "u1", T)],
+            1,
+            1,
+        ),
+        (
+            "right re-send within the dedup window: dropped",
+            [("l1", "u1", T)],
+            [("r1", "u1", T), ("r1", "u1", T)],
+            1,
+            1,
+        ),
+        (
+            "re-sends on both sides",
+            [("l1", "u1", T), ("l2", "u1", T), ("l1", "u1", T), ("l2", "u1", T)],
+            [("r1", "u1", T), ("r1", "u1", T), ("r2", "u1", T), ("r1", "u1", T)],
+            4,
+            4,
+        ),
+        (
+            "a left id again a dedup window later: kept, joins again",
+            [("l1", "u1", T), ("l1", "u1", T + 3_600 * S)],
+            [("r1", "u1", T), ("r2", "u1", T + 3_600 * S)],
+            2,
+            2,
+        ),
+        ("keys compare whole", [("l1", "u1", T)], [("r1", "u10", T)], 0, 0),
+        (
+            "two kept versions of an id, the right far from both",
+            [("l1", "u1", T), ("l1", "u1", T + 3_600 * S)],
+            [("r1", "u1", T + 1_800 * S)],
+            0,
+            0,
+        ),
+    ],
+)
+def test_reference_join_table(case, left, right, rows, distinct):
+    assert _pairs(left, right) == (rows, distinct), case
+
+
+def test_reference_join_counts_a_pair_kept_twice_as_two_rows():
+    # A short dedup window keeps the left re-send (1 s later) as a new row; both join r1.
+    left = [("l1", "u1", T), ("l1", "u1", T + S)]
+    right = [("r1", "u1", T)]
+    truth = reference_join(left, right, WL, WR, timedelta(milliseconds=500))
+    assert (truth.expected_rows, truth.distinct_pairs) == (2, 1)
+    assert truth.left_kept == 2 and truth.left_duplicates == 0
+    assert truth.pair_checksum == 2 * pair_checksum_part("l1", "r1")
+
+
+def test_reference_join_counts_and_checksum():
+    left = [("l1", "u1", T), ("l2", "u2", T), ("l1", "u1", T), ("l3", "u9", T)]
+    right = [("r1", "u1", T), ("r2", "u2", T + S), ("r2", "u2", T + S), ("r3", "u1", T - S)]
+    truth = reference_join(left, right, WL, WR, DEDUP)
+    assert truth == JoinTruth(
+        left_messages=4,
+        right_messages=4,
+        left_kept=3,
+        right_kept=3,
+        left_duplicates=1,
+        right_duplicates=1,
+        left_matched=2,
+        left_unmatched=1,
+        expected_rows=3,
+        distinct_pairs=3,
+        pair_checksum=sum(
+            pair_checksum_part(a, b) for a, b in [("l1", "r1"), ("l1", "r3"), ("l2", "r2")]
+        ),
+    )
+    assert pair_checksum_part("l1", "r2") != pair_checksum_part("l2", "r1")
+
+
+def test_dedup_first_follows_the_documented_timeline():
+    h = 3_600 * S
+    records = [("A", "k", 10 * h), ("A", "k", 10 * h + h // 2), ("A", "k", 11 * h - 1)]
+    records += [("A", "k", 11 * h), ("A", "k", 11 * h + S), ("A", "k", 11 * h + h // 2)]
+    kept, dropped = dedup_first(records, h)
+    assert [t for _, _, t in kept] == [10 * h, 11 * h] and dropped == 4
+
+
+def _join_gen(events=2_000, right=200, late=0.0, **join):
+    spec = LoadSpec(duplicates=0.2, keys=100, late=late, seed=11)
+    jspec = JoinLoadSpec(right_events=right, left_events=events, **join)
+    return LoadGenerator(spec, "127.0.0.1:1", "left", join=jspec, join_topic="right")
+
+
+def _brute_force(left_events, right_events, jspec):
+    """Every (left, right) pair checked against the windows: O(n*m), obviously right."""
+
+    one_ms = timedelta(milliseconds=1)
+
+    def first(events, at):
+        seen, kept = {}, []
+        for e in events:
+            t = int(datetime.fromisoformat(e[at]).timestamp() * 1000)
+            if e["event_id"] in seen and abs(t - seen[e["event_id"]]) < jspec.dedup_window / one_ms:
+                continue
+            seen[e["event_id"]] = t
+            kept.append((e, t))
+        return kept
+
+    rows = []
+    rights = first(right_events, "updated_at")
+    for le, tl in first(left_events, "created_at"):
+        for re_, tr in rights:
+            if le["user"]["id"] != re_["user"]["id"]:
+                continue
+            if tl - jspec.right_window / one_ms <= tr <= tl + jspec.left_window / one_ms:
+                rows.append((le["event_id"], re_["event_id"]))
+    return rows
+
+
+def test_generated_join_truth_matches_a_brute_force_join():
+    g = _join_gen(events=3_000, right=400, late=0.02, left_window=timedelta(seconds=5))
+    left = list(g.events(3_000))
+    right = g.right_events()
+    rows = _brute_force(left, right, g.join)
+    truth = g.join_truth()
+    assert truth.expected_rows == len(rows) > 50
+    assert truth.distinct_pairs == len(set(rows))
+    assert truth.pair_checksum == sum(pair_checksum_part(a, b) for a, b in rows)
+    assert truth.left_messages == 3_000 and truth.right_messages == len(right) == 400
+    assert truth.left_kept == g.truth.expected_unique
+    assert 0 < truth.left_unmatched < truth.left_kept
+
+
+def test_join_mode_leaves_the_events_alone_but_late_user_ids():
+    plain = LoadGenerator(LoadSpec(duplicates=0.2, keys=100, late=0.05, seed=11), "x", "left")
+    a = list(plain.events(2_000))
+    b = list(_join_gen(late=0.05).events(2_000))
+    late = 0
+    for x, y in zip(a, b, strict=True):
+        if y["user"]["id"].startswith(LATE_USER_PREFIX):
+            late += 1
+            assert y["created_at"] < "2026-01-01"
+            y = {**y, "user": {**y["user"], "id": y["user"]["id"][len(LATE_USER_PREFIX) :]}}
+        assert json.dumps(x, sort_keys=True) == json.dumps(y, sort_keys=True)
+    assert late > 0
+
+
+def test_the_right_stream_shape_resends_unmatched_users_and_times():
+    g = _join_gen(events=5_000, right=1_000, duplicates=0.3, unmatched=0.2)
+    left = list(g.events(5_000))
+    right = g.right_events()
+    assert len(right) == 1_000  # right_events per left_events, exactly
+    ids: dict[str, dict] = {}
+    for e in right:
+        if e["event_id"] in ids:
+            original = ids[e["event_id"]]
+            assert e["attempt"] > 0 and e["updated_at"] == original["updated_at"]
+            assert e["user"] == original["user"]
+        else:
+            assert e["attempt"] == 0
+            ids[e["event_id"]] = e
+    assert 0.25 < (len(right) - len(ids)) / len(right) < 0.35
+    users = {e["user"]["id"] for e in right}
+    assert not users & set(g.join_unmatched_users) and len(g.join_unmatched_users) == 200
+    assert {e["user"]["id"] for e in left} - users  # some events have no profile at all
+    # profile times follow the events' clock within a quarter of the smaller window
+    newest = max(e["created_at"] for e in left)
+    jitter = timedelta(seconds=30) / 4
+    for e in right:
+        assert datetime.fromisoformat(e["updated_at"]) <= datetime.fromisoformat(newest) + jitter
+    assert all(len(json.dumps(e, separators=(",", ":"))) == 1024 for e in right)
+
+
+class FakeProducer:
+    def __init__(self):
+        self.sent = []
+
+    def produce(self, topic, value, key, on_delivery):
+        self.sent.append((topic, key, value))
+        on_delivery(None, None)
+
+    def poll(self, _timeout=0):
+        return 0
+
+    def flush(self, _timeout=0):
+        return 0
+
+
+def test_send_interleaves_the_right_stream_after_the_events_it_follows():
+    g = _join_gen(events=3_000, right=300)
+    g._producer_instance = producer = FakeProducer()
+    report = g.send(g.prepare(1_000), None)
+    report2 = g.send(2_000, None)
+    assert report.acked == 1_000 and report.join_sent == report.join_acked == 100
+    assert report2.join_sent == 200 and "join_acked" in report2.as_dict()
+    topics = [t for t, _, _ in producer.sent]
+    assert topics.count("left") == 3_000 and topics.count("right") == 300
+    for topic, key, value in producer.sent:
+        if topic == "right":  # keyed by the profile event's id, its dedup key
+            assert json.loads(value)["event_id"].encode() == key
+    assert topics[-1] == "right"
+    # the n-th right message goes out after 10 * n events (never ahead of them)
+    firsts = [i for i, t in enumerate(topics) if t == "right"]
+    assert all(topics[:i].count("left") >= 10 * (n + 1) for n, i in enumerate(firsts))
+
+
+def test_join_spec_rejects_impossible_values():
+    with pytest.raises(ValueError):
+        JoinLoadSpec(duplicates=1.0)
+    with pytest.raises(ValueError):
+        JoinLoadSpec(unmatched=1.0)
+    with pytest.raises(ValueError):
+        JoinLoadSpec(left_window=timedelta(0))
+    with pytest.raises(ValueError):
+        JoinLoadSpec(left_events=0)
+    with pytest.raises(ValueError):
+        LoadGenerator(LoadSpec(), "x", "t", join=JoinLoadSpec())  # no join topic

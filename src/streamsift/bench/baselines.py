@@ -5,6 +5,10 @@
 - `raw` without dedup: the same loop writing every message (the ingest ceiling).
 - `ch_final`: every message into a ReplacingMergeTree (version = first attempt wins) and the
   dedup done by ClickHouse at read time with FINAL, whose read cost is measured too.
+- `raw_join`: the dedup-join scenario by hand: one consumer over both topics, first-wins
+  dedup per side in a dict, an in-memory symmetric hash join on the user id with the same
+  windows and watermark rule as streamsift's (state dropped once the watermark passed it),
+  Arrow inserts of ~50k joined rows.
 
 Each runs in its own worker process with its own chdb directory (one per process).
 """
@@ -13,12 +17,16 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from streamsift.bench.common import (
+    JOIN_MAPPING,
+    JOIN_TABLE,
     VERSION_COLUMN,
     ProgressLog,
     create_table_sql,
@@ -26,6 +34,7 @@ from streamsift.bench.common import (
     rows_to_arrow,
     timed_query,
     verify,
+    verify_join,
 )
 
 INSERT_ROWS = 50_000
@@ -151,3 +160,185 @@ def final_read_cost(client: Any, table: str) -> dict[str, Any]:
         "active_parts": parts,
         "rows_without_final": wrong,
     }
+
+
+# ---------------------------------------------------------------------- the join by hand
+
+_JOIN_ARROW = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("user_id", pa.string()),
+        ("amount", pa.float64()),
+        ("attempt", pa.uint32()),
+        ("created_at", pa.string()),
+        ("produced_at_ms", pa.int64()),
+        ("profile_event_id", pa.string()),
+        ("plan", pa.string()),
+        ("profile_attempt", pa.uint32()),
+        ("profile_updated_at", pa.string()),
+    ]
+)
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def _ms(iso: str) -> int:
+    return int(datetime.fromisoformat(iso).timestamp() * 1000)
+
+
+def _window_ms(text: str) -> int:
+    from streamsift.config.durations import parse_duration
+
+    return int(parse_duration(text) / timedelta(milliseconds=1))
+
+
+def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
+    """Both topics through one consumer: dedup each side, join in memory, insert, verify."""
+    import clickhouse_connect
+
+    started_wall = spec["process_started"]
+    work = Path(spec["work_dir"])
+    join = spec["join"]
+    left_topic, right_topic = spec["topic"], join["topic"]
+    wl, wr = _window_ms(join["left_window"]), _window_ms(join["right_window"])
+    lateness = max(wl, wr)  # streamsift's default watermark delay
+    dedup_window = _window_ms(spec.get("window", "1h"))
+    client = clickhouse_connect.get_client(dsn=f"chdb://{work / 'clickhouse'}")
+    cols = ", ".join(f"`{m['column']}` {m['type']}" for m in JOIN_MAPPING)
+    client.command(
+        f"CREATE TABLE IF NOT EXISTS {JOIN_TABLE} ({cols}) ENGINE = MergeTree "
+        "ORDER BY (event_id, profile_event_id)"
+    )
+    truth = spec["truth"]
+    total = truth["produced"] + truth["join"]["right_messages"]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": spec["bootstrap_servers"],
+            "group.id": f"bench-{spec['name']}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "fetch.wait.max.ms": 10,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    md = consumer.list_topics(timeout=10).topics
+    consumer.assign(
+        [
+            TopicPartition(t, p, 0)
+            for t in (left_topic, right_topic)
+            for p in sorted(md[t].partitions)
+        ]
+    )
+    # per side: dedup references (id -> event time) and join state (user -> [(time, event)])
+    seen: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    state: tuple[dict[str, list], dict[str, list]] = ({}, {})
+    newest = [-(2**62), -(2**62)]
+    watermark = -(2**62)
+    pending: list[tuple[dict, dict]] = []
+    consumed = inserted = behind = 0
+    first_at: float | None = None
+
+    def flush() -> None:
+        nonlocal inserted, pending
+        if not pending:
+            return
+        columns = list(zip(*(_joined_row(le, re_) for le, re_ in pending), strict=True))
+        table = pa.Table.from_arrays(
+            [pa.array(c, f.type) for c, f in zip(columns, _JOIN_ARROW, strict=True)],
+            schema=_JOIN_ARROW,
+        )
+        for name in ("created_at", "profile_updated_at"):
+            i = table.schema.get_field_index(name)
+            table = table.set_column(i, name, table.column(i).cast(_TS))
+        client.insert_arrow(JOIN_TABLE, table)
+        inserted += len(pending)
+        pending = []
+        consumer.commit(asynchronous=True)
+
+    def evict() -> None:
+        # what the watermark has passed can match nothing any more (as in Spark's join)
+        for side, window in ((0, wl), (1, wr)):
+            for key in list(state[side]):
+                kept = [(t, e) for t, e in state[side][key] if t + window >= watermark]
+                if kept:
+                    state[side][key] = kept
+                else:
+                    del state[side][key]
+
+    try:
+        while consumed < total:
+            msgs = consumer.consume(10_000, 1.0)
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise RuntimeError(f"consume failed: {err.str()}")
+                consumed += 1
+                side = 0 if msg.topic() == left_topic else 1
+                event = json.loads(msg.value())
+                t = _ms(event["created_at"] if side == 0 else event["updated_at"])
+                ref = seen[side].get(event["event_id"])
+                if ref is not None and abs(t - ref) < dedup_window:
+                    continue
+                seen[side][event["event_id"]] = t
+                if t < watermark:
+                    behind += 1
+                    continue
+                newest[side] = max(newest[side], t)
+                key = event["user"]["id"]
+                for to, other in state[1 - side].get(key, ()):
+                    if side == 0 and t - wr <= to <= t + wl:
+                        pending.append((event, other))
+                    elif side == 1 and to - wr <= t <= to + wl:
+                        pending.append((other, event))
+                state[side].setdefault(key, []).append((t, event))
+            if msgs and first_at is None:
+                first_at = time.time()
+            # the watermark moves between polls, like Spark's between micro-batches
+            watermark = max(watermark, min(newest) - lateness)
+            evict()
+            if len(pending) >= INSERT_ROWS or consumed >= total:
+                flush()
+            progress.write(read=consumed, written=inserted)
+        flush()
+        done_at = time.time()
+    finally:
+        consumer.close()
+    progress.write(read=consumed, written=inserted)
+
+    def query(sql: str) -> tuple:
+        return client.query(sql).result_rows[0]
+
+    check = verify_join(query, JOIN_TABLE, truth["join"])
+    return {
+        "read": consumed,
+        "events": truth["produced"],
+        "left_events": truth["produced"],
+        "right_events": truth["join"]["right_messages"],
+        "written": inserted,
+        "late_dropped": behind,
+        "processing_seconds": round(done_at - (first_at or done_at), 3),
+        "wall_seconds": round(done_at - started_wall, 3),
+        "startup_seconds": round((first_at or done_at) - started_wall, 3),
+        "processing_started_at": first_at,
+        "done_at": done_at,
+        "state_bytes": 0,
+        "sink_bytes": dir_bytes(work / "clickhouse"),
+        **check,
+        "exact": check["exact"] and behind == 0,
+    }
+
+
+def _joined_row(left: dict, right: dict) -> tuple:
+    return (
+        left["event_id"],
+        left["user"]["id"],
+        left["amount"],
+        left["attempt"],
+        left["created_at"],
+        left["produced_at_ms"],
+        right["event_id"],
+        right["user"]["plan"],
+        right["attempt"],
+        right["updated_at"],
+    )

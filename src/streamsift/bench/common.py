@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from streamsift.testing.loadgen import ID_CHECKSUM_SQL, LOAD_MAPPING
+from streamsift.testing.loadgen import ID_CHECKSUM_SQL, LOAD_MAPPING, PAIR_CHECKSUM_SQL
 
 # Every benchmark table has the mapped columns plus the time ClickHouse inserted the row:
 # `_ingested_at - produced_at_ms` is the end-to-end latency of a row.
@@ -48,6 +48,21 @@ LAG_BOUND_S = 5.0
 LAG_GROWTH_S = 1.0
 DRAIN_GRACE_S = 10.0
 VERSION_COLUMN = "_version"  # ReplacingMergeTree keeps the highest: 2**32-1 - attempt
+
+# The dedup-join scenario's table: the event's columns, then the matched profile event's.
+JOIN_TABLE = "joined"
+JOIN_MAPPING = [
+    {"field": "event_id", "column": "event_id", "type": "String"},
+    {"field": "user_id", "column": "user_id", "type": "String"},
+    {"field": "amount", "column": "amount", "type": "Float64"},
+    {"field": "attempt", "column": "attempt", "type": "UInt32"},
+    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
+    {"field": "produced_at_ms", "column": "produced_at_ms", "type": "Int64"},
+    {"field": "profile_event_id", "column": "profile_event_id", "type": "String"},
+    {"field": "plan", "column": "plan", "type": "LowCardinality(String)"},
+    {"field": "profile_attempt", "column": "profile_attempt", "type": "UInt32"},
+    {"field": "profile_updated_at", "column": "profile_updated_at", "type": "DateTime64(3, 'UTC')"},
+]
 
 
 def create_table_sql(table: str, engine: str = "MergeTree", version: bool = False) -> str:
@@ -122,6 +137,39 @@ def verify(query: Any, table: str, truth: dict[str, int], dedup: bool, final: bo
         "later_versions": later,
         "id_checksum_ok": checksum == truth["id_checksum"],
         "exact": exact,
+    }
+
+
+def verify_join(query: Any, table: str, truth: dict[str, int]) -> dict:
+    """Compare a joined table with the generator's join truth: exact or not, and why.
+
+    Exact: as many rows as the reference's pairs, as many distinct (event id, profile event
+    id) pairs, the same pair checksum, and no row made from a re-send on either side
+    (attempt > 0: dedup must keep the first version).
+    """
+    rows, distinct, later_left, later_right = (
+        int(v)
+        for v in query(
+            "SELECT count(), uniqExact(event_id, profile_event_id), countIf(attempt > 0), "
+            f"countIf(profile_attempt > 0) FROM {table}"
+        )
+    )
+    pair_sql = PAIR_CHECKSUM_SQL.format(left="event_id", right="profile_event_id")
+    checksum = int(query(f"SELECT {pair_sql} FROM {table}")[0])
+    checksum_ok = checksum == truth["pair_checksum"]
+    return {
+        "expected_rows": truth["expected_rows"],
+        "rows": rows,
+        "distinct_pairs": distinct,
+        "expected_distinct_pairs": truth["distinct_pairs"],
+        "later_versions": later_left + later_right,
+        "pair_checksum_ok": checksum_ok,
+        "exact": (
+            rows == truth["expected_rows"]
+            and distinct == truth["distinct_pairs"]
+            and later_left == later_right == 0
+            and checksum_ok
+        ),
     }
 
 

@@ -4,13 +4,17 @@ One run of the bench:
 
 1. starts the bundled broker (or uses the one given) and loads a backlog of N events with
    the load generator (20% re-sends, 1 KB, keyed by event id), writing its ground truth;
+   with the `dedup-join` scenario, the generator also loads the join's right stream (user
+   profile events, N/10 by default, into a second topic) and the truth of the join;
 2. drains that backlog once per run kind, each in its own worker process with its own chdb
-   directory: the baselines (raw consumer, quixstreams, ClickHouse-side dedup) and streamsift's
-   scenarios (`ingest`: parse + insert; `dedup`: + first-wins dedup, 1h window), all through
-   the real code paths (streamsift runs the real PipelineRunner);
-3. per streamsift scenario, a live run: the pipeline runs continuously while the generator
-   produces fixed-rate steps (latency at e.g. 1k/5k/20k events/s) and then a stepped ramp
-   that stops at the first rate whose lag does not stay bounded;
+   directory: the baselines (raw consumer, quixstreams, ClickHouse-side dedup; for
+   dedup-join a raw consumer with an in-memory join) and streamsift's scenarios (`ingest`:
+   parse + insert; `dedup`: + first-wins dedup, 1h window; `dedup-join`: both topics
+   deduplicated, then an inner join on the user id), all through the real code paths
+   (streamsift runs the real PipelineRunner);
+3. per streamsift scenario but dedup-join, a live run: the pipeline runs continuously while
+   the generator produces fixed-rate steps (latency at e.g. 1k/5k/20k events/s) and then a
+   stepped ramp that stops at the first rate whose lag does not stay bounded;
 4. checks every run against the truth (a mismatch fails the run: it gets no numbers), and
    writes results.json, report.md and PNG plots.
 """
@@ -34,10 +38,11 @@ from typing import Any
 from streamsift.bench.common import DRAIN_GRACE_S, LAG_BOUND_S, LAG_GROWTH_S, read_progress
 from streamsift.bench.resources import TreeSampler, process_cpu
 from streamsift.testing.broker import Broker, create_topic
-from streamsift.testing.loadgen import LoadGenerator, LoadSpec
+from streamsift.testing.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
 
-SCENARIOS = ("ingest", "dedup")
-BASELINES = ("raw", "raw_ingest", "quix", "ch_final")
+SCENARIOS = ("ingest", "dedup", "dedup-join")
+LIVE_SCENARIOS = ("ingest", "dedup")  # the join scenario is measured draining a backlog only
+BASELINES = ("raw", "raw_ingest", "quix", "ch_final", "raw_join")
 # Topics get these explicitly: the bundled broker reports only configs set at creation, and
 # quixstreams reads retention.ms/retention.bytes of its input topic.
 TOPIC_CONFIG = {"retention.ms": "604800000", "retention.bytes": "-1"}
@@ -61,6 +66,10 @@ class BenchOptions:
     payload_bytes: int = 1024
     seed: int = 7
     window: str = "1h"
+    join_events: int | None = None  # right-stream messages of dedup-join (None: events / 10)
+    join_left_window: str = "30s"
+    join_right_window: str = "60s"
+    join_unmatched: float = 0.1
     live: bool = True
     live_scenarios: tuple[str, ...] | None = None  # None: every scenario also runs live
     latency_rates: tuple[int, ...] = (1_000, 5_000, 20_000)
@@ -153,12 +162,14 @@ class Bench:
             for name in opts.baselines:
                 if name == "raw_ingest" and "ingest" not in opts.scenarios:
                     continue
+                if name == "raw_join" and "dedup-join" not in opts.scenarios:
+                    continue
                 self.results["drain"][name] = self._drain(name, quix_python)
             for scenario in opts.scenarios:
                 self.results["drain"][scenario] = self._drain(scenario, None)
             if opts.live:
                 live = opts.scenarios if opts.live_scenarios is None else opts.live_scenarios
-                for scenario in live:
+                for scenario in (s for s in live if s in LIVE_SCENARIOS):
                     self.results["live"][scenario] = self._live(scenario)
         finally:
             if self.broker is not None:
@@ -207,18 +218,44 @@ class Bench:
         }
         return LoadSpec(**{**fields, **over})
 
+    def _join_spec(self) -> JoinLoadSpec:
+        from streamsift.config.durations import parse_duration
+
+        o = self.opts
+        return JoinLoadSpec(
+            right_events=o.events // 10 if o.join_events is None else o.join_events,
+            left_events=o.events,
+            duplicates=o.duplicates,
+            unmatched=o.join_unmatched,
+            left_window=parse_duration(o.join_left_window),
+            right_window=parse_duration(o.join_right_window),
+            dedup_window=parse_duration(o.window),
+        )
+
     def _load_backlog(self) -> dict[str, Any]:
         topic = self._topic("backlog")
         create_topic(self.bootstrap, topic, self.opts.partitions, TOPIC_CONFIG)
-        gen = LoadGenerator(self._spec(), self.bootstrap, topic)
-        self.log(f"loading {self.opts.events:,} events into {topic}")
+        join_topic = join = None
+        if "dedup-join" in self.opts.scenarios:
+            # The same events (the generator's join stream has its own random sequence), plus
+            # the profile events in a second topic, produced alongside.
+            join_topic, join = self._topic("backlog-profiles"), self._join_spec()
+            create_topic(self.bootstrap, join_topic, self.opts.partitions, TOPIC_CONFIG)
+        gen = LoadGenerator(self._spec(), self.bootstrap, topic, join=join, join_topic=join_topic)
+        also = f" and {join.right_events:,} profile events into {join_topic}" if join else ""
+        self.log(f"loading {self.opts.events:,} events into {topic}{also}")
         report = gen.send(self.opts.events, None)
         gen.close()
         self.truth_path = self.work / "backlog-truth.json"
         gen.write_truth(self.truth_path, {"send": report.as_dict()})
         self.truth = gen.truth.as_dict()
         self.backlog_topic = topic
-        return {"topic": topic, **self.truth, "producer": report.as_dict()}
+        dataset = {"topic": topic, **self.truth, "producer": report.as_dict()}
+        if join is not None:
+            self.join_topic = join_topic
+            self.join_truth = {"topic": join_topic, **gen.join_truth().as_dict()}
+            dataset["join"] = {**self.join_truth, "spec": join.as_dict()}
+        return dataset
 
     # ------------------------------------------------------------------ drain runs
 
@@ -227,28 +264,42 @@ class Bench:
         kind = {
             "raw": "raw",
             "raw_ingest": "raw",
+            "raw_join": "raw",
             "quix": "quix",
             "ch_final": "ch_final",
         }.get(name, "streamsift")
         if kind == "quix" and quix_python is None:
             return {"ok": False, "exact": False, "error": self.results.get("quix_unavailable")}
+        join = None
+        extra: dict[str, Any] = {}
+        if name in ("dedup-join", "raw_join"):
+            o = self.opts
+            join = {
+                "topic": self.join_topic,
+                "left_window": o.join_left_window,
+                "right_window": o.join_right_window,
+            }
+            extra["truth"] = {**self.truth, "join": self.join_truth}
         run = self._new_run(
             f"drain-{name}",
             kind=kind,
             topic=self.backlog_topic,
             dedup=name not in ("ingest", "raw_ingest"),
+            join=join,
             mode="drain",
             # At least 4 micro-batches, so the first one (which pays for starting Spark's
             # Python workers) can be told apart from the steady rate of the others.
             max_rows_per_batch=self.drain_batch_rows,
+            **extra,
         )
         self.log(f"drain: {name} ...")
         result = self._execute(run, quix_python)
         result["rates"] = drain_rates(kind, result)
         if result.get("exact"):
+            what = "left events/s" if join else "events/s"
             self.log(
-                f"drain: {name}: exact, {result['rates']['processing_rate']:,.0f} events/s "
-                f"processing, {result['rates']['wall_rate']:,.0f} events/s wall"
+                f"drain: {name}: exact, {result['rates']['processing_rate']:,.0f} {what} "
+                f"processing, {result['rates']['wall_rate']:,.0f} {what} wall"
             )
         else:
             self.log(f"drain: {name}: FAILED ({result.get('error') or 'counts do not match'})")
@@ -319,7 +370,8 @@ class Bench:
             - broker_cpu,
             2,
         )
-        read = result.get("read") or 0
+        # per million events; for the join, per million left events (the rate's unit)
+        read = result.get("left_events") or result.get("read") or 0
         busy_cpu = sampler.cpu_between(result.get("processing_started_at"), result.get("done_at"))
         if read:
             result["resources"]["cpu_seconds_per_million"] = round(

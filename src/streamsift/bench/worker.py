@@ -6,7 +6,8 @@ the runner) names the kind of run, the topic, the truth and where to write progr
 result; the result is written as JSON to `spec["result_path"]`.
 
 Kinds: `streamsift` (the real PipelineRunner, `mode` drain = availableNow over a backlog, or
-live = running until SIGTERM while the runner produces), `raw` and `ch_final` (see
+live = running until SIGTERM while the runner produces; with `join` in the spec, the
+dedup-join pipeline: both topics deduplicated, then an inner join), `raw` and `ch_final` (see
 baselines.py). The quixstreams baseline has its own entry point (quix_worker.py).
 """
 
@@ -25,16 +26,32 @@ import psutil
 
 from streamsift.bench.common import (
     INGESTED_AT,
+    JOIN_MAPPING,
+    JOIN_TABLE,
     ProgressLog,
     create_table_sql,
     dir_bytes,
     verify,
+    verify_join,
     write_json,
 )
 from streamsift.runtime.progress import RunStats
-from streamsift.testing.loadgen import LOAD_FIELDS, LOAD_MAPPING
+from streamsift.testing.loadgen import JOIN_FIELDS, LOAD_FIELDS, LOAD_MAPPING
 
 TABLE = "events"
+# The dedup-join pipeline's output: (side, field, name) as `join.output` entries.
+JOIN_OUTPUT = [
+    ("left", "event_id", "event_id"),
+    ("left", "user.id", "user_id"),
+    ("left", "amount", "amount"),
+    ("left", "attempt", "attempt"),
+    ("left", "created_at", "created_at"),
+    ("left", "produced_at_ms", "produced_at_ms"),
+    ("right", "event_id", "profile_event_id"),
+    ("right", "user.plan", "plan"),
+    ("right", "attempt", "profile_attempt"),
+    ("right", "updated_at", "profile_updated_at"),
+]
 
 
 def pipeline_doc(spec: dict[str, Any]) -> dict[str, Any]:
@@ -63,6 +80,34 @@ def pipeline_doc(spec: dict[str, Any]) -> dict[str, Any]:
         doc["source"]["consumer_group"] = spec["consumer_group"]
     if spec["dedup"]:
         doc["dedup"] = {"key": "event_id", "time_window": spec.get("window", "1h")}
+    if spec.get("join"):
+        return join_pipeline_doc(doc, spec)
+    return doc
+
+
+def join_pipeline_doc(doc: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """The dedup-join scenario: the events (left) and the profile events (right), each
+    deduplicated on its event id, inner-joined on the user id into `JOIN_TABLE`."""
+    join = spec["join"]
+    dedup = {"key": "event_id", "time_window": spec.get("window", "1h")}
+    left = {**doc.pop("source"), "name": "events", "dedup": dedup}
+    right = {
+        **left,
+        "name": "profiles",
+        "topic": join["topic"],
+        "schema": {"fields": JOIN_FIELDS, "event_time": "updated_at"},
+    }
+    doc.pop("dedup", None)
+    doc["sources"] = [left, right]
+    doc["join"] = {
+        "type": "inner",
+        "left": {"source": "events", "key": "user.id", "time_window": join["left_window"]},
+        "right": {"source": "profiles", "key": "user.id", "time_window": join["right_window"]},
+        "output": [{"from": side, "field": field, "as": name} for side, field, name in JOIN_OUTPUT],
+    }
+    doc["sink"].update(
+        table=JOIN_TABLE, order_by=["event_id", "profile_event_id"], mapping=JOIN_MAPPING
+    )
     return doc
 
 
@@ -96,10 +141,13 @@ class BatchRecorder(RunStats):
                     self.end_offsets[k] = max(self.end_offsets.get(k, 0), int(v))
         if batch is not None and p.get("numInputRows") and batch not in self.batch_log:
             read_before = self.read
+            by_topic_before = self.read_by_topic()
             super().ingest(p)
             sources = p.get("sources") or [{}]
+            by_topic = self.read_by_topic()
             self.batch_log[batch] = {
                 "read": self.read - read_before,
+                "read_by_topic": {t: n - by_topic_before.get(t, 0) for t, n in by_topic.items()},
                 "start_offsets": sources[0].get("startOffset"),
                 "end_offsets": sources[0].get("endOffset"),
                 "rows": int(p["numInputRows"]),
@@ -110,9 +158,20 @@ class BatchRecorder(RunStats):
             return
         super().ingest(p)
 
+    def read_by_topic(self) -> dict[str, int]:
+        """Messages read so far per topic (RunStats.read split by topic)."""
+        out: dict[str, int] = {}
+        for key, end in self._ends.items():
+            topic = key.rpartition("/")[0]
+            out[topic] = out.get(topic, 0) + end - self._base[key]
+        return out
 
-def batch_summary(log: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """Batches with rows: the first (it pays for warming up Python workers) and the rest."""
+
+def batch_summary(log: dict[int, dict[str, Any]], topic: str | None = None) -> dict[str, Any]:
+    """Batches with rows: the first (it pays for warming up Python workers) and the rest.
+
+    With `topic`, the steady rate counts only that topic's messages (the join's left side).
+    """
     batches = [log[k] for k in sorted(log)]
     out: dict[str, Any] = {"batch_log": batches}
     if batches:
@@ -123,7 +182,10 @@ def batch_summary(log: dict[int, dict[str, Any]]) -> dict[str, Any]:
         out["after_first_batch_rate"] = None
         if rest and ms:
             # messages read, not rows kept: offsets of batches 2.. over their durations
-            read = sum(b["read"] for b in rest)
+            if topic is None:
+                read = sum(b["read"] for b in rest)
+            else:
+                read = sum((b.get("read_by_topic") or {}).get(topic, 0) for b in rest)
             out["after_first_batch_rate"] = round(read / (ms / 1000), 1) if read else None
         phases: dict[str, int] = {}
         for b in batches:
@@ -156,7 +218,9 @@ def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any
 
     runner = PipelineRunner(pipeline, base_dir=work, on_progress=on_progress)
     runner.stats = recorder = BatchRecorder()  # same totals, plus each batch's own figures
-    runner.writer.command(create_table_sql(TABLE))
+    join = spec.get("join")
+    if not join:  # the join's table is created by the sink (no latency column needed)
+        runner.writer.command(create_table_sql(TABLE))
     live = spec["mode"] == "live"
     if live:
         signal.signal(signal.SIGTERM, lambda *_: runner.stop())
@@ -170,14 +234,21 @@ def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any
     )
 
     truth = json.loads(Path(spec["truth_path"]).read_text())
-    check = verify(lambda sql: runner.writer.query_rows(sql)[0], TABLE, truth, dedup=spec["dedup"])
+
+    def first_row(sql: str) -> Any:
+        return runner.writer.query_rows(sql)[0]
+
+    if join:
+        check = verify_join(first_row, JOIN_TABLE, truth["join"])
+    else:
+        check = verify(first_row, TABLE, truth, dedup=spec["dedup"])
     started = spec["process_started"]
     batches = [recorder.batch_log[k] for k in sorted(recorder.batch_log)]
     if batches and batches[0].get("timestamp"):  # Spark's own start time of the first batch
         stamp = batches[0]["timestamp"].replace("Z", "+00:00")
         first_batch_at[:] = [datetime.fromisoformat(stamp).timestamp()]
     out: dict[str, Any] = {
-        **batch_summary(recorder.batch_log),
+        **batch_summary(recorder.batch_log, topic=spec["topic"] if join else None),
         "read": stats["read"],
         "written": stats["written"],
         "dlq": stats["dlq"],
@@ -200,6 +271,16 @@ def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any
     out["events"] = truth["produced"]
     out["position"] = recorder.position
     out["stats_read_matches"] = stats["read"] == truth["produced"]
+    if join:
+        # rates are per left event; the right stream and the join's own figures beside them
+        right = truth["join"]["right_messages"]
+        out["left_events"] = truth["produced"]
+        out["right_events"] = right
+        out["messages"] = truth["produced"] + right
+        out["read_by_topic"] = recorder.read_by_topic()
+        out["late_dropped"] = stats["late_dropped"]
+        out["stats_read_matches"] = stats["read"] == out["messages"]
+        out["join_state_bytes"] = dir_bytes(work / "checkpoint" / "spark" / "state")
     if live:
         latency_path = Path(spec["latency_path"])
         rows = runner.writer.query_rows(
@@ -229,6 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if spec["kind"] == "streamsift":
             result = run_streamsift(spec, progress)
+        elif spec["kind"] == "raw" and spec.get("join"):
+            from streamsift.bench.baselines import run_raw_join
+
+            result = run_raw_join(spec, progress)
         elif spec["kind"] in ("raw", "ch_final"):
             from streamsift.bench.baselines import run_raw
 

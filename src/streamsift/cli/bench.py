@@ -28,16 +28,19 @@ def register(subparsers: Any) -> None:
         help="benchmark streamsift against baselines and write results.json, report.md and plots",
         description=(
             "Starts the bundled broker, loads a backlog with the load generator and drains it with "
-            "streamsift (ingest, dedup) and with baselines (raw consumer, quixstreams, ClickHouse "
-            "FINAL), each checked exact against the generator's truth; then runs each scenario "
-            "live at fixed rates (latency) and on a stepped ramp (sustained rate)."
+            "streamsift (ingest, dedup, dedup-join: dedup on two topics + inner join) and with "
+            "baselines (raw consumer, quixstreams, ClickHouse FINAL), each checked exact against "
+            "the generator's truth; then runs the ingest and dedup scenarios live at fixed rates "
+            "(latency) and on a stepped ramp (sustained rate)."
         ),
     )
     p.add_argument(
         "--scenario",
-        choices=["ingest", "dedup", "all", "soak"],
+        choices=["ingest", "dedup", "dedup-join", "all", "soak"],
         default="all",
-        help="soak: only a long dedup run at --soak-rate for --soak-seconds (memory over time)",
+        help="dedup-join: the events and a profile stream, each deduplicated, inner-joined on "
+        "the user id (backlog drain only); soak: only a long dedup run at --soak-rate for "
+        "--soak-seconds (memory over time)",
     )
     p.add_argument("--events", type=int, default=200_000, help="backlog size for the drain runs")
     p.add_argument("--out", type=Path, default=Path(".streamsift/bench"), help="output directory")
@@ -63,8 +66,20 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--baselines",
-        default="raw,raw_ingest,quix,ch_final",
-        help="comma-separated subset of raw,raw_ingest,quix,ch_final ('' for none)",
+        default="raw,raw_ingest,quix,ch_final,raw_join",
+        help="comma-separated subset of raw,raw_ingest,quix,ch_final,raw_join ('' for none; "
+        "raw_ingest runs with the ingest scenario, raw_join with dedup-join)",
+    )
+    p.add_argument(
+        "--join-events",
+        type=int,
+        help="dedup-join: profile messages in the right topic (default --events / 10)",
+    )
+    p.add_argument(
+        "--join-window",
+        default="30s,60s",
+        help="dedup-join: LEFT[,RIGHT] join windows (default 30s,60s: a profile at tr joins an "
+        "event at tl when tl - 60s <= tr <= tl + 30s)",
     )
     p.add_argument("--soak-rate", type=int, default=10_500, help="events/s of the soak")
     p.add_argument("--soak-seconds", type=float, default=600.0)
@@ -84,7 +99,9 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from streamsift.bench.runner import BASELINES, SCENARIOS, Bench, BenchOptions
+    from streamsift.bench.runner import BASELINES, LIVE_SCENARIOS, SCENARIOS, Bench, BenchOptions
+    from streamsift.cli.loadgen import join_windows
+    from streamsift.config.durations import format_duration
 
     baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
     unknown = sorted(set(baselines) - set(BASELINES))
@@ -93,10 +110,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     live_scenarios = None
     if args.live_scenarios is not None:
         live_scenarios = tuple(x.strip() for x in args.live_scenarios.split(",") if x.strip())
-        if set(live_scenarios) - set(SCENARIOS):
-            return fail(f"--live-scenarios takes {', '.join(SCENARIOS)}", code=2)
+        if set(live_scenarios) - set(LIVE_SCENARIOS):
+            return fail(f"--live-scenarios takes {', '.join(LIVE_SCENARIOS)}", code=2)
     if args.events <= 0 or args.partitions <= 0 or args.duration <= 0:
         return fail("--events, --partitions and --duration must be positive", code=2)
+    if args.join_events is not None and args.join_events < 0:
+        return fail("--join-events must not be negative", code=2)
+    try:
+        left_window, right_window = join_windows(args.join_window)
+        if min(left_window.total_seconds(), right_window.total_seconds()) <= 0:
+            raise ValueError("--join-window: windows must be positive")
+    except ValueError as exc:
+        return fail(str(exc), code=2)
     opts = BenchOptions(
         scenarios={"all": SCENARIOS, "soak": ()}.get(args.scenario, (args.scenario,)),
         soak_rate=args.soak_rate if args.scenario == "soak" else 0,
@@ -109,6 +134,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         duplicates=args.duplicates,
         payload_bytes=args.payload_bytes,
         seed=args.seed,
+        join_events=args.join_events,
+        join_left_window=format_duration(left_window),
+        join_right_window=format_duration(right_window),
         live=not args.no_live,
         live_scenarios=live_scenarios,
         latency_rates=args.latency_rates,

@@ -21,7 +21,9 @@ def register(subparsers: Any) -> None:
             "Produce a reproducible stream of ~realistic JSON events (ids, nested user/session/"
             "device, tags, amounts, event times) keyed by event_id, at a target rate, with a "
             "share of re-sends and late events; print the achieved rate and write what a "
-            "correct dedup pipeline must hold (--truth)."
+            "correct dedup pipeline must hold (--truth). With --join-topic, also a second, "
+            "related stream of user profile events (joined to the events on the user id) and "
+            "the truth of an inner join with dedup on both sides."
         ),
     )
     p.add_argument("--topic", required=True)
@@ -53,6 +55,37 @@ def register(subparsers: Any) -> None:
         help="start the bundled broker for this run only (to measure the generator itself)",
     )
     p.add_argument("--seed", type=int, default=7, help="same seed, same event sequence")
+    j = p.add_argument_group(
+        "join stream",
+        "With --join-topic, user profile events {event_id, user: {id, name, plan, country}, "
+        "version, attempt, updated_at} keyed by event_id go to a second topic, interleaved with "
+        "the events; the join key is user.id on both sides. The truth file then also holds "
+        "`join`: the rows (count and a checksum of the (event id, profile event id) pairs) of "
+        "an inner join with first-wins dedup on both sides. Late events (--late) get user ids "
+        "no profile carries.",
+    )
+    j.add_argument("--join-topic", help="also produce the join's right stream into this topic")
+    j.add_argument(
+        "--join-events", type=int, help="right messages (re-sends included; default events / 10)"
+    )
+    j.add_argument(
+        "--join-duplicates", type=float, help="share of right re-sends (default: --duplicates)"
+    )
+    j.add_argument(
+        "--join-unmatched",
+        type=float,
+        default=0.1,
+        help="share of the 1,000 users that never publish a profile (default 0.1)",
+    )
+    j.add_argument(
+        "--join-window",
+        default="30s,60s",
+        help="LEFT[,RIGHT] join windows: a profile at tr matches an event at tl when "
+        "tl - RIGHT <= tr <= tl + LEFT (default 30s,60s; one value: both)",
+    )
+    j.add_argument(
+        "--dedup-window", default="1h", help="dedup window of both sides, for the truth (1h)"
+    )
     p.add_argument("--truth", type=Path, help="write the ground truth JSON here")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(func=cmd_loadgen, logs=False)
@@ -67,6 +100,8 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
 
     if args.events <= 0 or args.rps < 0 or args.partitions <= 0:
         return fail("--events and --partitions must be positive, --rps >= 0", code=2)
+    if args.join_topic is not None and args.join_topic == args.topic:
+        return fail("--join-topic must differ from --topic", code=2)
     try:
         spec = LoadSpec(
             duplicates=args.duplicates,
@@ -76,6 +111,7 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
             payload_bytes=args.payload_bytes,
             seed=args.seed,
         )
+        join = join_spec(args) if args.join_topic else None
     except ValueError as exc:
         return fail(str(exc), code=2)
     with ExitStack() as stack:
@@ -86,15 +122,16 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
             topics = AdminClient({"bootstrap.servers": servers}).list_topics(timeout=10).topics
         except KafkaException as exc:
             return fail(f"Kafka at {servers} did not answer: {exc}", "is the broker up?")
-        if args.topic not in topics:
-            # retention configs explicit: some tools (quixstreams) read them back
-            create_topic(
-                servers,
-                args.topic,
-                args.partitions,
-                {"retention.ms": "604800000", "retention.bytes": "-1"},
-            )
-        gen = LoadGenerator(spec, servers, args.topic)
+        for topic in (args.topic, args.join_topic):
+            if topic and topic not in topics:
+                # retention configs explicit: some tools (quixstreams) read them back
+                create_topic(
+                    servers,
+                    topic,
+                    args.partitions,
+                    {"retention.ms": "604800000", "retention.bytes": "-1"},
+                )
+        gen = LoadGenerator(spec, servers, args.topic, join=join, join_topic=args.join_topic)
         last = [0.0]
 
         def show(t: float, sent: int, acked: int) -> None:
@@ -116,6 +153,9 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
         "topic": args.topic,
         "truth_file": str(args.truth) if args.truth else None,
     }
+    join_truth = gen.join_truth().as_dict() if join else None
+    if join_truth:
+        summary["join"] = {"topic": args.join_topic, **join_truth}
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
@@ -125,6 +165,44 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
             f"{report.achieved_rps:,.0f} events/s (target {target})\n"
             f"  duplicates {gen.truth.duplicates:,}, late {gen.truth.late:,}, "
             f"expected unique after dedup {gen.truth.expected_unique:,}"
-            + (f"\n  truth written to {args.truth}" if args.truth else "")
         )
+        if join_truth:
+            print(
+                f"sent {report.join_acked:,} profile events to {args.join_topic} "
+                f"({join_truth['right_duplicates']:,} re-sends)\n"
+                f"  inner join after dedup: {join_truth['expected_rows']:,} rows; "
+                f"{join_truth['left_matched']:,} events matched, "
+                f"{join_truth['left_unmatched']:,} without a profile in their window"
+            )
+        if args.truth:
+            print(f"  truth written to {args.truth}")
     return 0
+
+
+def join_windows(text: str) -> tuple[timedelta, timedelta]:
+    """`30s,60s` (left, right) or `30s` (both)."""
+    from streamsift.config.durations import parse_duration
+
+    parts = [x.strip() for x in text.split(",")]
+    if len(parts) not in (1, 2) or not all(parts):
+        raise ValueError(f"--join-window takes LEFT[,RIGHT], e.g. 30s,60s; got {text!r}")
+    left = parse_duration(parts[0])
+    return left, parse_duration(parts[-1])
+
+
+def join_spec(args: argparse.Namespace) -> Any:
+    """The JoinLoadSpec the --join-* arguments describe."""
+    from streamsift.config.durations import parse_duration
+    from streamsift.testing.loadgen import JoinLoadSpec
+
+    right = args.join_events if args.join_events is not None else args.events // 10
+    left_window, right_window = join_windows(args.join_window)
+    return JoinLoadSpec(
+        right_events=right,
+        left_events=args.events,
+        duplicates=args.duplicates if args.join_duplicates is None else args.join_duplicates,
+        unmatched=args.join_unmatched,
+        left_window=left_window,
+        right_window=right_window,
+        dedup_window=parse_duration(args.dedup_window),
+    )

@@ -11,7 +11,10 @@ created_at) and adds what load tests need:
   original, as in real streams), and late events (fresh ids whose event time is `late_by`
   behind the stream);
 - ground truth that fits in a small JSON file however many events are sent: counts and a
-  checksum of the ids a correct dedup pipeline must hold.
+  checksum of the ids a correct dedup pipeline must hold;
+- optionally (`JoinLoadSpec`) a second, related stream for a join: user profile events keyed
+  by their own id, joined to the events on the user id, and the truth of an inner join with
+  dedup on both sides (`reference_join`, a small pure-Python reference).
 
 The event sequence is a pure function of the seed; only `produced_at_ms` depends on time.
 Messages are keyed by `event_id`, so all versions of an id share a partition.
@@ -19,13 +22,18 @@ Messages are keyed by `event_id`, so all versions of an id share a partition.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
+import sys
 import time
+import uuid
+from array import array
+from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +76,40 @@ _OS = ["android", "ios", "windows", "macos", "linux"]
 _BROWSERS = ["chrome", "safari", "firefox", "edge"]
 _REFERRERS = ["", "https://search.example/", "https://news.example/", "https://mail.example/"]
 _STAMP_KEY = b',"produced_at_ms":'
+_PLANS = ["free", "free", "free", "pro", "team", "enterprise"]
+
+# `make_event` draws each event's user from u0..u999: the keys the join stream can match.
+LOAD_USERS = 1000
+# The join stream's profile events as a pipeline schema (dedup key `event_id`, join key
+# `user.id`, event time `updated_at`).
+JOIN_FIELDS = [
+    {"name": "event_id", "type": "string"},
+    {"name": "user.id", "type": "string"},
+    {"name": "user.plan", "type": "string"},
+    {"name": "user.country", "type": "string"},
+    {"name": "version", "type": "int"},
+    {"name": "attempt", "type": "int"},
+    {"name": "updated_at", "type": "timestamp"},
+]
+# ClickHouse SQL giving `JoinTruth.pair_checksum` over a table of joined rows; format it with
+# the columns holding the left and the right event id.
+PAIR_CHECKSUM_SQL = (
+    "sum(reinterpretAsUInt32(reverse(substring(MD5(concat({left}, '|', {right})), 1, 4))))"
+)
+# In join mode a late event's user id gets this prefix: a key no profile event carries, so
+# whether the join drops the event as behind its watermark or not, it matches nothing.
+LATE_USER_PREFIX = "late-"
 
 
 def id_checksum_part(event_id: str) -> int:
     """The id's contribution to the truth checksum: its first 8 hex digits as a number."""
     return int(event_id[:8], 16)
+
+
+def pair_checksum_part(left_id: str, right_id: str) -> int:
+    """A joined row's contribution to the pair checksum: the first 4 bytes of
+    md5("left|right") as a big-endian number (order-sensitive, unlike a sum of id parts)."""
+    return int.from_bytes(hashlib.md5(f"{left_id}|{right_id}".encode()).digest()[:4], "big")
 
 
 @dataclass(frozen=True)
@@ -110,6 +147,168 @@ class LoadTruth:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class JoinLoadSpec:
+    """The second stream of a join, and the join its truth is computed for.
+
+    Right events are user profile events `{event_id, user: {id, name, plan, country},
+    version, attempt, updated_at}`, keyed by `event_id` (their dedup key); the join key is the
+    user id on both sides. `right_events` right messages go out per `left_events` left
+    messages, interleaved with them; `duplicates` of them are re-sends (exact copies with a
+    higher `attempt`) of one of the last `resend_reach` profile events. `unmatched` of the
+    left stream's users never get a profile event. A new profile event's time is the left
+    stream's current event time plus a jitter of at most a quarter of the smaller join window,
+    so matches fall inside the windows and either stream stays in order to within half a
+    window (the join's watermark delay is a whole window by default).
+
+    With the defaults (one right message per ten left ones, 20% re-sends on both sides, 10
+    ms of event time per new event) a matched user publishes a profile event about every 90 s
+    of event time, so the 90 s of the two windows give about one joined row per left event.
+
+    The truth is that of an inner join with first-wins dedup on both sides (`dedup_window`)
+    and the windows `left_window`, `right_window`: a right record at tr matches a left record
+    at tl with the same user when tl - right_window <= tr <= tl + left_window.
+    """
+
+    right_events: int = 1
+    left_events: int = 10
+    duplicates: float = 0.2
+    unmatched: float = 0.1
+    left_window: timedelta = timedelta(seconds=30)
+    right_window: timedelta = timedelta(seconds=60)
+    dedup_window: timedelta = timedelta(hours=1)
+    resend_reach: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.right_events < 0 or self.left_events < 1:
+            raise ValueError("right_events must be >= 0 and left_events >= 1")
+        if not 0 <= self.duplicates < 1:
+            raise ValueError("join duplicates must be a share in [0, 1)")
+        if not 0 <= self.unmatched < 1:
+            raise ValueError("unmatched must be a share in [0, 1)")
+        if self.left_window <= timedelta(0) or self.right_window <= timedelta(0):
+            raise ValueError("join windows must be positive")
+        if self.dedup_window <= timedelta(0):
+            raise ValueError("the dedup window must be positive")
+        if self.resend_reach < 1:
+            raise ValueError("resend_reach must be at least 1")
+
+    def as_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = asdict(self)
+        for name in ("left_window", "right_window", "dedup_window"):
+            doc[f"{name}_s"] = doc.pop(name).total_seconds()
+        return doc
+
+
+@dataclass
+class JoinTruth:
+    """What a correct inner join (dedup on both sides) of the two streams must write."""
+
+    left_messages: int = 0
+    right_messages: int = 0
+    left_kept: int = 0  # after dedup
+    right_kept: int = 0
+    left_duplicates: int = 0
+    right_duplicates: int = 0
+    left_matched: int = 0  # kept left records with at least one partner
+    left_unmatched: int = 0
+    expected_rows: int = 0  # joined rows: one per (left record, right record) pair
+    distinct_pairs: int = 0  # distinct (left id, right id) among them
+    pair_checksum: int = 0  # sum of pair_checksum_part over the rows
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+Record = tuple[str, str, int]  # (dedup id, join key, event time in ms)
+
+
+def dedup_first(records: Iterable[Record], window_ms: int) -> tuple[list[Record], int]:
+    """First-wins dedup as docs/semantics.md states it, for records in produce order.
+
+    The first record of an id is kept and becomes its reference; a later one is dropped when
+    its event time is less than the window away from the reference's (before or after), else
+    kept as the new reference. Messages are keyed by their id, so all records of an id share a
+    partition and arrive in produce order: judging per id in produce order is judging per
+    partition. (The "late" rule, which compares nothing, is left out: re-sends must come
+    within a window of their original, as the generator's do.)
+    """
+    reference: dict[str, int] = {}
+    kept: list[Record] = []
+    dropped = 0
+    for record in records:
+        rid, _key, t = record
+        ref = reference.get(rid)
+        if ref is not None and abs(t - ref) < window_ms:
+            dropped += 1
+            continue
+        reference[rid] = t
+        kept.append(record)
+    return kept, dropped
+
+
+def reference_join(
+    left: Iterable[Record],
+    right: Iterable[Record],
+    left_window: timedelta,
+    right_window: timedelta,
+    dedup_window: timedelta,
+) -> JoinTruth:
+    """The rows of an inner join of two streams, each deduplicated first (`dedup_first`).
+
+    A right record at tr matches a left record at tl with an equal key when
+    tl - right_window <= tr <= tl + left_window (both edges included); every matching pair is
+    one row. Assumes no record is behind the join's watermark (the generator keeps each
+    stream in order to within half its watermark delay; its late events have keys that match
+    nothing).
+    """
+    ms = timedelta(milliseconds=1)
+    dedup_ms, wl, wr = dedup_window // ms, left_window // ms, right_window // ms
+    left_records, right_records = list(left), list(right)
+    left_kept, left_dups = dedup_first(left_records, dedup_ms)
+    right_kept, right_dups = dedup_first(right_records, dedup_ms)
+    by_key: dict[str, list[tuple[int, str]]] = {}
+    for rid, key, t in right_kept:
+        by_key.setdefault(key, []).append((t, rid))
+    times: dict[str, list[int]] = {}
+    for key, entries in by_key.items():
+        entries.sort()
+        times[key] = [t for t, _ in entries]
+    truth = JoinTruth(
+        left_messages=len(left_records),
+        right_messages=len(right_records),
+        left_kept=len(left_kept),
+        right_kept=len(right_kept),
+        left_duplicates=left_dups,
+        right_duplicates=right_dups,
+    )
+    pairs: set[tuple[str, str]] = set()
+    for lid, key, tl in left_kept:
+        entries = by_key.get(key)
+        lo = hi = 0
+        if entries:
+            lo = bisect_left(times[key], tl - wr)
+            hi = bisect_right(times[key], tl + wl)
+        if hi <= lo:
+            truth.left_unmatched += 1
+            continue
+        truth.left_matched += 1
+        for _t, rid in entries[lo:hi]:  # type: ignore[index]
+            truth.expected_rows += 1
+            truth.pair_checksum += pair_checksum_part(lid, rid)
+            pairs.add((lid, rid))
+    truth.distinct_pairs = len(pairs)
+    return truth
+
+
+def _epoch_ms(iso: str) -> int:
+    return (datetime.fromisoformat(iso) - _EPOCH) // timedelta(milliseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=BASE_TIME.tzinfo)
+_BASE_MS = (BASE_TIME - _EPOCH) // timedelta(milliseconds=1)
+
+
 @dataclass
 class SendReport:
     """One `send` call: how many messages, how fast they went out, how fast Kafka acked."""
@@ -121,13 +320,15 @@ class SendReport:
     started_at: float  # wall clock (time.time()) when the first message was handed over
     ended_at: float
     samples: list[tuple[float, int, int]] = field(default_factory=list)  # (time, sent, acked)
+    join_sent: int = 0  # right-stream messages sent alongside (not in the rate)
+    join_acked: int = 0
 
     @property
     def achieved_rps(self) -> float:
         return self.acked / self.seconds if self.seconds > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "target_rps": self.target_rps,
             "sent": self.sent,
             "acked": self.acked,
@@ -136,6 +337,9 @@ class SendReport:
             "started_at": self.started_at,
             "ended_at": self.ended_at,
         }
+        if self.join_sent:
+            doc.update(join_sent=self.join_sent, join_acked=self.join_acked)
+        return doc
 
 
 class TokenBucket:
@@ -166,7 +370,15 @@ Prepared = list[tuple[bytes, bytes]]  # (key, value head): value = head + ms dig
 
 
 class LoadGenerator:
-    """Produces a reproducible event stream into one topic, in steps of any size and rate."""
+    """Produces a reproducible event stream into one topic, in steps of any size and rate.
+
+    With `join` (and `join_topic`), it also produces the join's right stream into
+    `join_topic`, interleaved with the events, and `join_truth()` gives what an inner join
+    with dedup on both sides must write. The events themselves are the same as without
+    `join`, except that a late event's user id gets `LATE_USER_PREFIX` (so it matches
+    nothing, whatever the join's watermark does with it). Join mode keeps (id, user, time)
+    of every message sent, about 100 bytes each, to compute that truth.
+    """
 
     def __init__(
         self,
@@ -174,7 +386,11 @@ class LoadGenerator:
         bootstrap_servers: str,
         topic: str,
         producer_config: dict[str, Any] | None = None,
+        join: JoinLoadSpec | None = None,
+        join_topic: str | None = None,
     ) -> None:
+        if (join is None) != (join_topic is None):
+            raise ValueError("a join stream needs both a JoinLoadSpec and a join topic")
         self.spec = spec
         self.topic = topic
         self.truth = LoadTruth()
@@ -185,6 +401,30 @@ class LoadGenerator:
         self._sessions: dict[int, int] = {}
         self._acked = 0
         self._failed: list[str] = []
+        self.join = join
+        self.join_topic = join_topic
+        self._clock_ms = _BASE_MS  # event time of the newest (not late) event
+        if join is not None:
+            # its own random sequence: the events are the same with or without a join stream
+            self._jrng = random.Random(f"join:{spec.seed}")
+            n_unmatched = round(join.unmatched * LOAD_USERS)
+            unmatched = set(self._jrng.sample(range(LOAD_USERS), n_unmatched))
+            self._join_users = [u for u in range(LOAD_USERS) if u not in unmatched]
+            self.join_unmatched_users = sorted(f"u{u}" for u in unmatched)
+            self._jrecent: deque[dict] = deque(maxlen=join.resend_reach)
+            self._jversions: dict[int, int] = {}
+            self._jitter_ms = min(join.left_window, join.right_window) // timedelta(milliseconds=4)
+            # messages made but not sent yet: (left messages made before it, key, value)
+            self._jpending: deque[tuple[int, bytes, bytes]] = deque()
+            self._jacked = 0
+            self._left_sent = 0
+            # (id, user, event time ms) of every message, for join_truth()
+            self._left_ids: list[str] = []
+            self._left_keys: list[str] = []
+            self._left_ms = array("q")
+            self._right_ids: list[str] = []
+            self._right_keys: list[str] = []
+            self._right_ms = array("q")
         self._producer_config = {
             "bootstrap.servers": bootstrap_servers,
             "linger.ms": 5,
@@ -222,6 +462,10 @@ class LoadGenerator:
         if late:
             when = BASE_TIME + timedelta(milliseconds=index * self.spec.step_ms) - self.spec.late_by
             event["created_at"] = when.isoformat()
+            if self.join is not None:
+                event["user"]["id"] = LATE_USER_PREFIX + event["user"]["id"]
+        else:
+            self._clock_ms = _BASE_MS + index * self.spec.step_ms
         return event
 
     def events(self, n: int) -> Iterator[dict]:
@@ -247,7 +491,94 @@ class LoadGenerator:
                     self._recent.append(event)
                     event = dict(event)
             truth.produced += 1
+            if self.join is not None:
+                self._left_ids.append(event["event_id"])
+                self._left_keys.append(sys.intern(event["user"]["id"]))
+                self._left_ms.append(_epoch_ms(event["created_at"]))
+                self._make_right(truth.produced)
             yield event
+
+    # ------------------------------------------------------------------ the join stream
+
+    def _make_right(self, made: int) -> None:
+        """The right messages due once `made` left messages were made (spread evenly)."""
+        join = self.join
+        assert join is not None
+        due = made * join.right_events // join.left_events
+        due -= (made - 1) * join.right_events // join.left_events
+        rng = self._jrng
+        for _ in range(due):
+            if rng.random() < join.duplicates and self._jrecent:
+                original = rng.choice(self._jrecent)
+                original["attempt"] += 1
+                event = dict(original)
+                event["user"] = dict(original["user"])
+            else:
+                user = rng.choice(self._join_users)
+                version = self._jversions[user] = self._jversions.get(user, 0) + 1
+                when = self._clock_ms + rng.randint(-self._jitter_ms, self._jitter_ms)
+                updated = _EPOCH + timedelta(milliseconds=when)
+                event = {
+                    "event_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                    "user": {
+                        "id": f"u{user}",
+                        "name": f"user {user}",
+                        "plan": rng.choice(_PLANS),
+                        "country": _COUNTRIES[user % len(_COUNTRIES)],
+                    },
+                    "version": version,
+                    "updated_at": updated.isoformat(),
+                    "attempt": 0,
+                }
+                self._jrecent.append(event)
+                event = dict(event)
+            self._right_ids.append(event["event_id"])
+            self._right_keys.append(sys.intern(event["user"]["id"]))
+            self._right_ms.append(_epoch_ms(event["updated_at"]))
+            body = json.dumps(event, separators=(",", ":")).encode()
+            pad = self.spec.payload_bytes - len(body) - len(b',"note":""')
+            if pad > 0:
+                body = body[:-1] + b',"note":"' + b"x" * pad + b'"}'
+            self._jpending.append((made, event["event_id"].encode(), body))
+
+    def right_events(self) -> list[dict]:
+        """The right messages made so far and not sent, decoded (for tests; keeps them)."""
+        return [json.loads(value) for _, _, value in getattr(self, "_jpending", ())]
+
+    def join_truth(self) -> JoinTruth:
+        """What an inner join of everything made so far must write (see `reference_join`)."""
+        join = self.join
+        if join is None:
+            raise ValueError("no join stream: give the generator a JoinLoadSpec")
+        return reference_join(
+            zip(self._left_ids, self._left_keys, self._left_ms, strict=True),
+            zip(self._right_ids, self._right_keys, self._right_ms, strict=True),
+            join.left_window,
+            join.right_window,
+            join.dedup_window,
+        )
+
+    def _send_right(self, producer: Producer) -> int:
+        """Hand over the right messages due by now (made alongside left messages sent)."""
+        pending, topic, sent = self._jpending, self.join_topic, 0
+        while pending and pending[0][0] <= self._left_sent:
+            _, key, value = pending.popleft()
+            while True:
+                try:
+                    producer.produce(
+                        topic, value=value, key=key, on_delivery=self._on_join_delivery
+                    )
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            sent += 1
+        return sent
+
+    def _on_join_delivery(self, err: Any, _msg: Any) -> None:
+        if err is None:
+            self._jacked += 1
+        else:
+            self._failed.append(str(err))
 
     def _encode(self, event: dict) -> tuple[bytes, bytes]:
         body = json.dumps(event, separators=(",", ":")).encode()
@@ -291,6 +622,9 @@ class LoadGenerator:
         producer = self._producer
         topic = self.topic
         acked_before = self._acked
+        joined = self.join is not None
+        join_acked_before = self._jacked if joined else 0
+        join_sent = 0
         samples: list[tuple[float, int, int]] = []
         sent = 0
         started = time.time()
@@ -310,6 +644,9 @@ class LoadGenerator:
                     except BufferError:
                         producer.poll(0.05)
             sent += grant
+            if joined:
+                self._left_sent += grant
+                join_sent += self._send_right(producer)
             producer.poll(0)
             now = time.monotonic()
             if now >= next_sample:
@@ -329,7 +666,11 @@ class LoadGenerator:
             raise RuntimeError(
                 f"{len(self._failed)} messages were not delivered: {self._failed[0]}"
             )
-        return SendReport(rps, sent, self._acked - acked_before, seconds, started, ended, samples)
+        report = SendReport(rps, sent, self._acked - acked_before, seconds, started, ended, samples)
+        if joined:
+            report.join_sent = join_sent
+            report.join_acked = self._jacked - join_acked_before
+        return report
 
     def close(self) -> None:
         if self._producer_instance is not None:
@@ -343,4 +684,11 @@ class LoadGenerator:
             **(extra or {}),
         }
         doc["spec"].pop("late_by")
+        if self.join is not None:
+            doc["join"] = {
+                "topic": self.join_topic,
+                "spec": self.join.as_dict(),
+                "unmatched_users": len(self.join_unmatched_users),
+                **self.join_truth().as_dict(),
+            }
         Path(path).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
