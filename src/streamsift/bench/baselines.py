@@ -221,17 +221,16 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
         }
     )
     md = consumer.list_topics(timeout=10).topics
-    consumer.assign(
-        [
-            TopicPartition(t, p, 0)
-            for t in (left_topic, right_topic)
-            for p in sorted(md[t].partitions)
-        ]
-    )
+    assigned = [(t, p) for t in (left_topic, right_topic) for p in sorted(md[t].partitions)]
+    consumer.assign([TopicPartition(t, p, 0) for t, p in assigned])
     # per side: dedup references (id -> event time) and join state (user -> [(time, event)])
     seen: tuple[dict[str, int], dict[str, int]] = ({}, {})
     state: tuple[dict[str, list], dict[str, list]] = ({}, {})
-    newest = [-(2**62), -(2**62)]
+    # The watermark follows the slowest partition of either topic (one consumer fetches
+    # partitions at uneven paces, unlike streamsift's source, which admits each partition
+    # its share of a micro-batch), so no record is behind it unless its own partition is
+    # out of order by more than the lateness.
+    newest = dict.fromkeys(assigned, -(2**62))
     watermark = -(2**62)
     pending: list[tuple[dict, dict]] = []
     consumed = inserted = behind = 0
@@ -284,7 +283,8 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
                 if t < watermark:
                     behind += 1
                     continue
-                newest[side] = max(newest[side], t)
+                where = (msg.topic(), msg.partition())
+                newest[where] = max(newest[where], t)
                 key = event["user"]["id"]
                 for to, other in state[1 - side].get(key, ()):
                     if side == 0 and t - wr <= to <= t + wl:
@@ -295,7 +295,7 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
             if msgs and first_at is None:
                 first_at = time.time()
             # the watermark moves between polls, like Spark's between micro-batches
-            watermark = max(watermark, min(newest) - lateness)
+            watermark = max(watermark, min(newest.values()) - lateness)
             evict()
             if len(pending) >= INSERT_ROWS or consumed >= total:
                 flush()
