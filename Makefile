@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m streamsift.runtime.bytecode
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

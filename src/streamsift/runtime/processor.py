@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,11 +32,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from streamsift.config.models import Dedup, DedupMode, Schema
 from streamsift.config.types import FieldType
 from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
 from streamsift.transforms.parse import FieldSpec, JsonParser, require_present
+
+if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
+    from streamsift.config.models import Dedup, Schema
 
 OUTPUT_BATCH_ROWS = 100_000
 
@@ -73,7 +76,7 @@ class SourceProcessor:
     dedup_keys: tuple[FieldSpec, ...] = ()
     window_us: int = 0
     state_dir: str | None = None
-    mode: str = DedupMode.FIRST.value
+    mode: str = "first"
     keep_raw: bool = False
 
     @classmethod
@@ -88,16 +91,16 @@ class SourceProcessor:
         (`dedup-last`, `dedup-exact`), so changing the mode starts from an empty state."""
         specs = tuple(FieldSpec(f.name, f.column, f.type) for f in schema.fields)
         by_name = {s.path: s for s in specs}
-        mode = dedup.mode if dedup else DedupMode.FIRST
-        if dedup and state_dir and mode is not DedupMode.FIRST:
-            state_dir = state_dir.parent / f"{state_dir.name}-{mode.value}"
+        mode = dedup.mode.value if dedup else "first"
+        if dedup and state_dir and mode != "first":
+            state_dir = state_dir.parent / f"{state_dir.name}-{mode}"
         return cls(
             fields=specs,
             event_time=by_name[schema.event_time] if schema.event_time else None,
             dedup_keys=tuple(by_name[k] for k in dedup.key) if dedup else (),
             window_us=int(dedup.time_window.total_seconds() * 1_000_000) if dedup else 0,
             state_dir=str(state_dir) if dedup and state_dir else None,
-            mode=mode.value,
+            mode=mode,
             keep_raw=keep_raw,
         )
 

