@@ -182,64 +182,48 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             f"topic '{self.spec.topic}' does not exist on {self.spec.bootstrap_servers}"
         )
 
-    def _true_ends(self, partitions: list[int]) -> dict[str, int]:
-        """The offset after the last message of each partition, found by reading to
-        end-of-partition, all partitions at once.
+    def _true_end(self, partition: int) -> int:
+        """The offset after the last message, found by reading to end-of-partition.
 
         Brokers may under-report the high watermark (the bundled test broker does), so the
         watermark is only a hint where to start looking.
         """
         consumer = self._consumer()
-        starts: dict[int, int] = {}
-        watermarks: dict[int, tuple[int, int]] = {}
-        for p in partitions:
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(self.spec.topic, p), timeout=10
-            )
-            watermarks[p] = (low, high)
-            known = self._known_ends.get(offset_key(self.spec.topic, p), 0)
-            starts[p] = max(high - 1, known, low, 0)
-        ends = dict(starts)
-        pending = set(partitions)
-        consumer.assign([TopicPartition(self.spec.topic, p, starts[p]) for p in partitions])
+        tp = TopicPartition(self.spec.topic, partition)
+        low, high = consumer.get_watermark_offsets(tp, timeout=10)
+        key = offset_key(self.spec.topic, partition)
+        start = max(high - 1, self._known_ends.get(key, 0), low, 0)
+        consumer.assign([TopicPartition(self.spec.topic, partition, start)])
+        end = start
         started = time.monotonic()
         deadline = started + 30
         try:
-            while pending:
-                if time.monotonic() > deadline:
-                    names = ", ".join(offset_key(self.spec.topic, p) for p in sorted(pending))
-                    raise SourceUnavailable(
-                        f"no end-of-partition signal from {names} within 30s (is the broker up?)"
-                    )
+            while time.monotonic() < deadline:
+                done = False
                 for msg in consumer.consume(10_000, 0.05):
-                    p, err = msg.partition(), msg.error()
-                    if p not in ends:
-                        continue
+                    err = msg.error()
                     if err is None:
-                        ends[p] = max(ends[p], msg.offset() + 1)
+                        end = max(end, msg.offset() + 1)
                     elif err.code() == KafkaError._PARTITION_EOF:
-                        ends[p] = max(ends[p], msg.offset())
-                        pending.discard(p)
+                        end = max(end, msg.offset())
+                        done = True
                     elif err.code() == KafkaError.OFFSET_OUT_OF_RANGE:
-                        low, high = watermarks[p]
-                        ends[p] = max(ends[p], high, low)
-                        pending.discard(p)
+                        end = max(high, low)
+                        done = True
                     elif not err.retriable():
-                        raise SourceUnavailable(
-                            f"reading {offset_key(self.spec.topic, p)}: {err.str()}"
-                        )
+                        raise SourceUnavailable(f"reading {key}: {err.str()}")
                 # While producers keep writing, the end keeps moving: any offset seen is a
                 # valid end, so stop after a short budget instead of chasing it.
-                if time.monotonic() - started > END_PROBE_BUDGET_S:
-                    pending = {p for p in pending if ends[p] <= starts[p]}
+                if done or (end > start and time.monotonic() - started > END_PROBE_BUDGET_S):
+                    break
+            else:
+                raise SourceUnavailable(
+                    f"no end-of-partition signal from {key} within 30s (is the broker up?)"
+                )
         finally:
             consumer.unassign()
-        result = {}
-        for p, end in ends.items():
-            key = offset_key(self.spec.topic, p)
-            self._known_ends[key] = end
-            result[key] = end
-        return result
+        self._known_ends[key] = end
+        return end
 
     def _current_ends(self) -> dict[str, int]:
         """End offsets of every partition, waiting up to the connect timeout for the broker."""
@@ -247,7 +231,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         delay = 0.5
         while True:
             try:
-                return sorted_offsets(self._true_ends(self._partitions()))
+                return sorted_offsets(
+                    {offset_key(self.spec.topic, p): self._true_end(p) for p in self._partitions()}
+                )
             except (KafkaException, SourceUnavailable) as exc:
                 if time.monotonic() + delay > deadline:
                     if isinstance(exc, SourceUnavailable):
