@@ -5,9 +5,10 @@ and user profile events (the right side, keyed by `event_id`), both with re-send
 copies, same key, so same partition), some orders of users that never publish a profile,
 and a few malformed messages on each side. The pipeline deduplicates each side and joins
 them (inner by default, or left outer) into embedded ClickHouse, until caught up. A small
-reference below computes the rows a correct pipeline must write from the generated data
+reference computes the rows a correct pipeline must write from the generated data
 alone; the demo compares full row sets, the duplicates dropped on each side and the DLQ,
-and exits 1 on any mismatch.
+and exits 1 on any mismatch. The pipeline, the malformed messages and the reference live in
+`streamsift.testing.join_events` (the kill -9 harness runs the same join).
 
 Left-outer NULL rows are written only once the join's watermark has passed their window
 (docs/semantics.md), which takes later events. So each stream ends with one event a day
@@ -24,193 +25,21 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from streamsift.config import format_duration, parse_pipeline
-from streamsift.config.models import Pipeline
 from streamsift.runtime.progress import RunStats
-
-ORDERS_TOPIC, USERS_TOPIC = "orders", "users"
-TABLE = "orders_enriched"
-LEFT_WINDOW = timedelta(minutes=5)  # an order waits 5 min for a later profile event
-RIGHT_WINDOW = timedelta(hours=1)  # a profile event waits 1 h for later orders
-LATENESS = max(LEFT_WINDOW, RIGHT_WINDOW)  # join.allowed_lateness left at its default
-DEDUP_WINDOW = timedelta(hours=1)
-
-# Messages each side's parser must send to the DLQ: (Kafka key, value).
-BAD_ORDERS = [
-    (b"bad-order-1", b"{not json"),  # malformed_json
-    (b"bad-order-2", json.dumps({"order_id": "bad-order-2", "user_id": "u0"}).encode()),  # no time
-]
-BAD_USERS = [
-    (b"bad-user-1", b"[1, 2]"),  # not_an_object
-    (
-        b"bad-user-2",
-        json.dumps(
-            {
-                "event_id": "bad-user-2",
-                "user": {"id": "u0", "name": 42, "plan": "free"},  # type_mismatch: a number
-                "updated_at": "2026-01-01T00:00:00+00:00",
-            }
-        ).encode(),
-    ),
-]
-
-# A joined row as compared: order id, profile event id, amount, user name, plan.
-Row = tuple[str, str | None, float, str | None, str | None]
-ROW_COLUMNS = "order_id, user_event_id, amount, user_name, plan"
-
-
-# ---------------------------------------------------------------------------- the pipeline
-
-
-def join_pipeline(
-    bootstrap_servers: str, data_dir: Path, join_type: str, max_rows_per_batch: int | None = None
-) -> Pipeline:
-    """The demo's pipeline: dedup on each side, then orders join user profiles on the user id."""
-
-    def source(name: str, topic: str, fields: list[dict], time_field: str, key: str) -> dict:
-        return {
-            "name": name,
-            "bootstrap_servers": bootstrap_servers,
-            "topic": topic,
-            "schema": {"fields": fields, "event_time": time_field},
-            "dedup": {"key": key, "time_window": format_duration(DEDUP_WINDOW)},
-        }
-
-    from streamsift.testing.generator import ORDER_FIELDS, USER_FIELDS
-
-    right_fields = ("event_id", "user_event_id"), ("user.name", "user_name"), ("user.plan", "plan")
-    left_window, right_window = format_duration(LEFT_WINDOW), format_duration(RIGHT_WINDOW)
-    return parse_pipeline(
-        {
-            "name": "demo-join",
-            "sources": [
-                source("orders", ORDERS_TOPIC, ORDER_FIELDS, "created_at", "order_id"),
-                source("users", USERS_TOPIC, USER_FIELDS, "updated_at", "event_id"),
-            ],
-            "join": {
-                "type": join_type,
-                "left": {"source": "orders", "key": "user_id", "time_window": left_window},
-                "right": {"source": "users", "key": "user.id", "time_window": right_window},
-                "output": [
-                    *({"from": "left", "field": f} for f in ("order_id", "user_id", "amount")),
-                    {"from": "left", "field": "created_at"},
-                    *({"from": "right", "field": f, "as": a} for f, a in right_fields),
-                ],
-            },
-            "sink": {
-                "clickhouse": {"path": str(data_dir / "clickhouse")},
-                "table": TABLE,
-                "create_table": True,
-                "order_by": ["order_id"],
-                "mapping": [
-                    {"field": "order_id", "column": "order_id", "type": "String"},
-                    {"field": "user_id", "column": "user_id", "type": "String"},
-                    {"field": "amount", "column": "amount", "type": "Float64"},
-                    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-                    *(
-                        {"field": a, "column": a, "type": "Nullable(String)"}
-                        for a in ("user_event_id", "user_name", "plan")
-                    ),
-                ],
-            },
-            "runtime": {
-                "checkpoint_dir": str(data_dir / "checkpoints" / "demo-join"),
-                "max_rows_per_batch": max_rows_per_batch,
-            },
-        }
-    )
-
-
-# ---------------------------------------------------------------------------- the reference
-
-
-@dataclass
-class Expected:
-    """What a correct pipeline writes for the generated streams (see `reference_join`)."""
-
-    rows: Counter[Row] = field(default_factory=Counter)
-    order_duplicates: int = 0
-    user_duplicates: int = 0
-    unmatched_orders: int = 0  # orders (after dedup) with no profile event in their window
-    null_rows: int = 0  # left outer: rows with NULL user fields, written by the end of the run
-    pending: int = 0  # left outer: unmatched orders whose window the watermark has not passed
-
-
-def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
-def _first_arrivals(
-    events: Iterable[dict], key: Callable[[dict], str], at: Callable[[dict], datetime]
-) -> tuple[list[tuple[dict, datetime]], int]:
-    """Dedup as documented: the first record of a key is kept; a later one whose event time
-    is less than the window away from the kept one is dropped, else kept as the new reference.
-    Every message is keyed by its dedup key, so all records of a key share a partition and
-    arrive in produce order: judging per key in produce order is judging per partition. No
-    record is late (the demo reads everything in one micro-batch, see `run_join_demo`)."""
-    kept: list[tuple[dict, datetime]] = []
-    reference: dict[str, datetime] = {}
-    dropped = 0
-    for event in events:
-        k, t = key(event), at(event)
-        ref = reference.get(k)
-        if ref is not None and abs(t - ref) < DEDUP_WINDOW:
-            dropped += 1
-            continue
-        reference[k] = t
-        kept.append((event, t))
-    return kept, dropped
-
-
-def reference_join(orders: list[dict], users: list[dict], join_type: str) -> Expected:
-    """The joined rows, from the well-formed generated messages, by the rules in
-    docs/semantics.md: a profile event at tr matches an order at tl with the same user id when
-    tl - 1h <= tr <= tl + 5m; inner gives one row per pair; left outer also gives one row with
-    NULL user fields per order without a match, once the watermark (the older of the two
-    sides' newest event time, minus the allowed lateness) has passed tl + 5m."""
-    left, order_dups = _first_arrivals(
-        orders, lambda o: o["order_id"], lambda o: _time(o["created_at"])
-    )
-    right, user_dups = _first_arrivals(
-        users, lambda u: u["event_id"], lambda u: _time(u["updated_at"])
-    )
-    expected = Expected(order_duplicates=order_dups, user_duplicates=user_dups)
-    profiles: dict[str, list[tuple[dict, datetime]]] = {}
-    for event, t in right:
-        profiles.setdefault(event["user"]["id"], []).append((event, t))
-    watermark = min(max(t for _, t in left), max(t for _, t in right)) - LATENESS
-    for order, tl in left:
-        matches = [
-            (u, tr)
-            for u, tr in profiles.get(order["user_id"], [])
-            if tl - RIGHT_WINDOW <= tr <= tl + LEFT_WINDOW
-        ]
-        for user, _ in matches:
-            row = (
-                order["order_id"],
-                user["event_id"],
-                order["amount"],
-                user["user"]["name"],
-                user["user"]["plan"],
-            )
-            expected.rows[row] += 1
-        if matches:
-            continue
-        expected.unmatched_orders += 1
-        if join_type == "left":
-            if tl + LEFT_WINDOW < watermark:
-                expected.rows[(order["order_id"], None, order["amount"], None, None)] += 1
-                expected.null_rows += 1
-            else:
-                expected.pending += 1
-    return expected
-
+from streamsift.testing.join_events import (
+    BAD_ORDERS,
+    BAD_USERS,
+    ORDERS_TOPIC,
+    ROW_COLUMNS,
+    TABLE,
+    USERS_TOPIC,
+    join_pipeline,
+    reference_join,
+)
 
 # ---------------------------------------------------------------------------- the run
 
