@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from streamsift.bench.common import verify
+from streamsift.bench.common import interpolate, verify
 from streamsift.bench.report import markdown, ratios, targets
-from streamsift.bench.runner import _interp, drain_rates, judge_step, sustained_rate
+from streamsift.bench.runner import drain_rates, judge_step, sustained_rate
 from streamsift.testing.loadgen import (
     LATE_USER_PREFIX,
     JoinLoadSpec,
@@ -124,7 +124,7 @@ def _step(lags_by_time, rate=1_000, seconds=8.0, achieved=1_000.0, drained=True)
     start = 100.0
     produced = [(start, 0), (start + seconds, int(rate * seconds))]
     committed = [
-        (start + t, max(0, int(_interp(produced, start + t)) - lag)) for t, lag in lags_by_time
+        (start + t, max(0, int(interpolate(produced, start + t)) - lag)) for t, lag in lags_by_time
     ]
     report = {
         "started_at": start,

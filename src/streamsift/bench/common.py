@@ -228,3 +228,26 @@ def write_json(path: str | os.PathLike[str], doc: dict) -> None:
     tmp = Path(str(path) + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
     tmp.replace(path)
+
+
+# Names of runs in the report and the plots.
+LABELS = {
+    "ingest": "streamsift ingest (parse + insert)",
+    "dedup": "streamsift dedup (1h window)",
+    "dedup-join": "streamsift dedup both sides + inner join (per left event)",
+    "raw": "raw consumer (json.loads + set dedup)",
+    "raw_ingest": "raw consumer, no dedup",
+    "quix": "quixstreams (RocksDB dedup, batching sink)",
+    "ch_final": "ClickHouse-side dedup (ReplacingMergeTree)",
+    "raw_join": "raw consumer, dedup + in-memory join (per left event)",
+}
+
+
+def interpolate(series: Sequence[tuple[float, int]], t: float) -> float:
+    """Value of a non-decreasing step series at time t (linear between samples)."""
+    if not series or t <= series[0][0]:
+        return series[0][1] if series and t >= series[0][0] else 0.0
+    for (t0, v0), (t1, v1) in zip(series, series[1:], strict=False):
+        if t0 <= t <= t1:
+            return v0 + (v1 - v0) * ((t - t0) / (t1 - t0) if t1 > t0 else 1.0)
+    return float(series[-1][1])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from streamsift.bench.report import LABELS
+from streamsift.bench.common import LABELS, interpolate
 
 
 def _plt() -> Any:
@@ -103,9 +103,7 @@ def _rate_series(
 
 
 def _at(points: list[tuple[float, float]], t: float) -> float:
-    from streamsift.bench.runner import _interp
-
-    return _interp(points, t)
+    return interpolate(points, t)
 
 
 def throughput_plot(scenario: str, live: dict, path: Path) -> str:

@@ -9,18 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from streamsift.bench.common import DRAIN_GRACE_S, LAG_BOUND_S, LAG_GROWTH_S, write_json
+from streamsift.bench.common import (
+    DRAIN_GRACE_S,
+    LABELS,
+    LAG_BOUND_S,
+    LAG_GROWTH_S,
+    write_json,
+)
 
-LABELS = {
-    "ingest": "streamsift ingest (parse + insert)",
-    "dedup": "streamsift dedup (1h window)",
-    "dedup-join": "streamsift dedup both sides + inner join (per left event)",
-    "raw": "raw consumer (json.loads + set dedup)",
-    "raw_ingest": "raw consumer, no dedup",
-    "quix": "quixstreams (RocksDB dedup, batching sink)",
-    "ch_final": "ClickHouse-side dedup (ReplacingMergeTree)",
-    "raw_join": "raw consumer, dedup + in-memory join (per left event)",
-}
 RATIOS = (
     ("dedup", "raw", "dedup / raw consumer"),
     ("dedup", "quix", "dedup / quixstreams"),

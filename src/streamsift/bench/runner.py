@@ -30,12 +30,18 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamsift.bench.common import DRAIN_GRACE_S, LAG_BOUND_S, LAG_GROWTH_S, read_progress
+from streamsift.bench.common import (
+    DRAIN_GRACE_S,
+    LAG_BOUND_S,
+    LAG_GROWTH_S,
+    interpolate,
+    read_progress,
+)
 from streamsift.bench.resources import TreeSampler, process_cpu
 from streamsift.testing.broker import Broker, create_topic
 from streamsift.testing.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
@@ -564,16 +570,6 @@ def drain_rates(kind: str, result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _interp(series: Sequence[tuple[float, int]], t: float) -> float:
-    """Value of a non-decreasing step series at time t (linear between samples)."""
-    if not series or t <= series[0][0]:
-        return series[0][1] if series and t >= series[0][0] else 0.0
-    for (t0, v0), (t1, v1) in zip(series, series[1:], strict=False):
-        if t0 <= t <= t1:
-            return v0 + (v1 - v0) * ((t - t0) / (t1 - t0) if t1 > t0 else 1.0)
-    return float(series[-1][1])
-
-
 def judge_step(
     phase: str,
     rate: int,
@@ -586,7 +582,7 @@ def judge_step(
     """Lag over one step (produced - processed, as the pipeline reports it) and the verdict."""
     start, end = report["started_at"], report["ended_at"]
     lags = [
-        (t, max(0, int(_interp(produced, t) - done)))
+        (t, max(0, int(interpolate(produced, t) - done)))
         for t, done in processed
         if start <= t <= end + 0.5
     ]
