@@ -313,7 +313,9 @@ def test_clickhouse_down_mid_run_then_back_catches_up_exactly(broker, tmp_path, 
         produce(broker.bootstrap_servers, unique_name, events[3_000:])
         import time
 
-        time.sleep(8)  # inserts fail and back off meanwhile
+        # the executors' inserts fail and back off meanwhile; the driver shows it
+        _wait_for(lambda: "does not answer" in (runner.stats.status or ""), 60, "an outage status")
+        time.sleep(3)
         assert not errors, errors
         ep = Endpoint(tmp_path / "server", port)
         _wait_for(
@@ -321,6 +323,7 @@ def test_clickhouse_down_mid_run_then_back_catches_up_exactly(broker, tmp_path, 
             240,
             "catch-up after recovery",
         )
+        _wait_for(lambda: runner.stats.status is None, 30, "the status cleared after recovery")
         runner.stop()
         thread.join(120)
         assert not errors, errors

@@ -12,12 +12,13 @@ ClickHouse skips what it already has.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from streamsift.sinks.clickhouse.client import describe
 from streamsift.sinks.clickhouse.ddl import create_table_sql, quote
 from streamsift.sinks.dlq import DLQ_COLUMNS
 
+EXECUTOR_WATCH_S = 2.0  # how often the driver pings ClickHouse while executors insert
 log = logging.getLogger("streamsift.runtime")
 
 
@@ -178,14 +180,48 @@ class PipelineRunner:
         if self.pipeline.sink.clickhouse.embedded:
             counts = writer.write(df.toArrow(), qid, batch_id, "driver")
         else:
-            counts = sum(
-                (
-                    BatchCounts(r.written, r.dlq, r.late)
-                    for r in _write_on_executors(df, writer, qid, batch_id)
-                ),
-                BatchCounts(),
-            )
+            with self._status_of_executor_inserts():
+                counts = sum(
+                    (
+                        BatchCounts(r.written, r.dlq, r.late)
+                        for r in _write_on_executors(df, writer, qid, batch_id)
+                    ),
+                    BatchCounts(),
+                )
         self.stats.add_written(counts.written, counts.dlq, counts.late)
+
+    @contextlib.contextmanager
+    def _status_of_executor_inserts(self) -> Iterator[None]:
+        """Executors retry their inserts out of the driver's sight; while they insert, the
+        driver pings ClickHouse itself and shows in the status when it does not answer."""
+        done = threading.Event()
+        shown = threading.Event()
+        where = describe(self.pipeline.sink.clickhouse)
+
+        def watch() -> None:
+            while not done.wait(EXECUTOR_WATCH_S):
+                answers = self.writer.answers()
+                if done.is_set():
+                    break
+                if not answers:
+                    self._set_status(
+                        f"ClickHouse at {where} does not answer; the executors are retrying "
+                        "their inserts with back-off"
+                    )
+                    shown.set()
+                elif shown.is_set():
+                    self._set_status(None)
+                    shown.clear()
+
+        watcher = threading.Thread(target=watch, name="clickhouse-watch", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join(15)
+            if shown.is_set():
+                self._set_status(None)
 
     def describe_sink(self) -> str:
         return describe(self.pipeline.sink.clickhouse)

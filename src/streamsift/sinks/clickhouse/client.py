@@ -30,6 +30,7 @@ from streamsift.sinks.clickhouse.ddl import (
 )
 from streamsift.sinks.errors import (
     SinkConfigError,
+    SinkError,
     SinkPermanentError,
     SinkTransientError,
 )
@@ -181,6 +182,14 @@ class ClickHouseWriter:
         if self._client is None:
             self._client = connect(self.conn)
         return self._client
+
+    def answers(self) -> bool:
+        """One ping, no retries: does ClickHouse answer right now? (for status, not for data)"""
+        try:
+            return bool(self.client.ping())
+        except (SinkError, ClickHouseError, OSError):
+            self._client = None
+            return False
 
     def command(self, sql: str) -> Any:
         def run() -> Any:
