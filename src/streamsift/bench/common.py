@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import sys
 import time
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -251,3 +253,26 @@ def interpolate(series: Sequence[tuple[float, int]], t: float) -> float:
         if t0 <= t <= t1:
             return v0 + (v1 - v0) * ((t - t0) / (t1 - t0) if t1 > t0 else 1.0)
     return float(series[-1][1])
+
+
+def run_worker(argv: list[str] | None, run: Callable[[dict, ProgressLog], dict]) -> int:
+    """A benchmark worker's frame: read the spec (argv[0]), run, write the result JSON.
+
+    A failure is reported in the result (the runner marks the run failed), never raised.
+    """
+    import psutil
+
+    argv = sys.argv[1:] if argv is None else argv
+    spec = json.loads(Path(argv[0]).read_text())
+    spec["process_started"] = psutil.Process().create_time()
+    progress = ProgressLog(spec.get("progress_path"))
+    try:
+        result = run(spec, progress)
+        result["ok"] = True
+    except Exception as exc:  # noqa: BLE001 (reported to the runner, which marks the run failed)
+        traceback.print_exc()
+        result = {"ok": False, "exact": False, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        progress.close()
+    write_json(spec["result_path"], result)
+    return 0 if result["ok"] else 1

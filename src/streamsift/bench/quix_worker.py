@@ -11,23 +11,19 @@ confluent-kafka, pyarrow, clickhouse-connect and streamsift.bench.common.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-import traceback
 import uuid
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 from streamsift.bench.common import (
     ProgressLog,
     create_table_sql,
     dir_bytes,
     rows_to_arrow,
+    run_worker,
     verify,
-    write_json,
 )
 
 TABLE = "events"
@@ -117,20 +113,7 @@ def run_quix(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    spec = json.loads(Path(argv[0]).read_text())
-    spec["process_started"] = psutil.Process().create_time()
-    progress = ProgressLog(spec.get("progress_path"))
-    try:
-        result = run_quix(spec, progress)
-        result["ok"] = True
-    except Exception as exc:  # noqa: BLE001 (reported to the runner, which marks the run failed)
-        traceback.print_exc()
-        result = {"ok": False, "exact": False, "error": f"{type(exc).__name__}: {exc}"}
-    finally:
-        progress.close()
-    write_json(spec["result_path"], result)
-    return 0 if result["ok"] else 1
+    return run_worker(argv, run_quix)
 
 
 if __name__ == "__main__":

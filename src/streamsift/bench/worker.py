@@ -17,12 +17,9 @@ import json
 import signal
 import sys
 import time
-import traceback
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 from streamsift.bench.common import (
     INGESTED_AT,
@@ -31,9 +28,9 @@ from streamsift.bench.common import (
     ProgressLog,
     create_table_sql,
     dir_bytes,
+    run_worker,
     verify,
     verify_join,
-    write_json,
 )
 from streamsift.runtime.progress import RunStats
 from streamsift.testing.loadgen import JOIN_FIELDS, LOAD_FIELDS, LOAD_MAPPING
@@ -302,32 +299,23 @@ def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any
     return out
 
 
+def run(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
+    """The run kind the spec names: streamsift itself or one of the baselines."""
+    if spec["kind"] == "streamsift":
+        return run_streamsift(spec, progress)
+    if spec["kind"] == "raw" and spec.get("join"):
+        from streamsift.bench.baselines import run_raw_join
+
+        return run_raw_join(spec, progress)
+    if spec["kind"] in ("raw", "ch_final"):
+        from streamsift.bench.baselines import run_raw
+
+        return run_raw(spec, progress)
+    raise ValueError(f"unknown worker kind {spec['kind']!r}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    spec = json.loads(Path(argv[0]).read_text())
-    spec["process_started"] = psutil.Process().create_time()
-    progress = ProgressLog(spec.get("progress_path"))
-    try:
-        if spec["kind"] == "streamsift":
-            result = run_streamsift(spec, progress)
-        elif spec["kind"] == "raw" and spec.get("join"):
-            from streamsift.bench.baselines import run_raw_join
-
-            result = run_raw_join(spec, progress)
-        elif spec["kind"] in ("raw", "ch_final"):
-            from streamsift.bench.baselines import run_raw
-
-            result = run_raw(spec, progress)
-        else:
-            raise ValueError(f"unknown worker kind {spec['kind']!r}")
-        result["ok"] = True
-    except Exception as exc:  # noqa: BLE001 (reported to the runner, which marks the run failed)
-        traceback.print_exc()
-        result = {"ok": False, "exact": False, "error": f"{type(exc).__name__}: {exc}"}
-    finally:
-        progress.close()
-    write_json(spec["result_path"], result)
-    return 0 if result["ok"] else 1
+    return run_worker(argv, run)
 
 
 if __name__ == "__main__":
