@@ -10,7 +10,7 @@ import pytest
 
 from streamsift.bench.common import interpolate, verify
 from streamsift.bench.report import markdown, ratios, targets
-from streamsift.bench.runner import drain_rates, judge_step, sustained_rate
+from streamsift.bench.runner import drain_rates, judge_step, memory_flatness, sustained_rate
 from streamsift.testing.loadgen import (
     LATE_USER_PREFIX,
     JoinLoadSpec,
@@ -444,3 +444,24 @@ def test_join_spec_rejects_impossible_values():
         JoinLoadSpec(left_events=0)
     with pytest.raises(ValueError):
         LoadGenerator(LoadSpec(), "x", "t", join=JoinLoadSpec())  # no join topic
+
+
+def test_memory_flatness_compares_early_and_late_rss_per_role():
+    step = {"started_at": 0.0, "ended_at": 100.0}
+    mb = 2**20
+
+    # JVM flat at 1,000 MB; Python workers grow from 500 to 800 MB
+    def roles(t: float) -> dict[str, int]:
+        return {"jvm": 1000 * mb, "python_workers": int((500 + 3 * t) * mb)}
+
+    times = [float(t) for t in range(0, 101)]
+    role_samples = [(t, roles(t)) for t in times]
+    samples = [(t, sum(roles(t).values()), 0.0) for t in times]
+    mem = memory_flatness(samples, step, role_samples)
+    assert mem["by_role"]["jvm"]["change"] == 0.0
+    assert mem["by_role"]["python_workers"]["early_rss_mb"] == 500 + 3 * 25
+    assert mem["by_role"]["python_workers"]["end_rss_mb"] == 500 + 3 * 95
+    assert mem["change"] == pytest.approx((1785 - 1575) / 1575, abs=1e-4)
+    assert mem["flat"] is False  # +13% over the step
+    flat = memory_flatness([(t, 1000 * mb, 0.0) for t in times], step)
+    assert (flat["change"], flat["flat"], flat["by_role"]) == (0.0, True, {})

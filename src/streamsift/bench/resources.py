@@ -45,6 +45,8 @@ class TreeSampler:
     samples: list[tuple[float, int, float]] = field(default_factory=list)  # (time, rss, cpu s)
     peak_rss: int = 0
     peak_by_role: dict[str, int] = field(default_factory=dict)
+    # (time, RSS by role), on the PSS samples only: which process grows in a long run
+    role_samples: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     peak_pss: int = 0
     pss_every: int = 8  # PSS costs ~10 ms a process (smaps_rollup): every 8th sample only
     _cpu: dict[int, float] = field(default_factory=dict)
@@ -85,7 +87,10 @@ class TreeSampler:
                 self._cpu[proc.pid] = times.user + times.system
                 total += rss
                 by_role[role] = by_role.get(role, 0) + rss
-        self.samples.append((time.time(), total, sum(self._cpu.values())))
+        now = time.time()
+        self.samples.append((now, total, sum(self._cpu.values())))
+        if with_pss:
+            self.role_samples.append((now, by_role))
         self.peak_rss = max(self.peak_rss, total)
         self.peak_pss = max(self.peak_pss, pss)
         for role, rss in by_role.items():

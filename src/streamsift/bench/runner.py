@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -462,7 +462,7 @@ class Bench:
         result["resources"] = resources
         result["resources"]["rss_series"] = [(round(t, 2), r) for t, r, _c in sampler.samples[::4]]
         if scenario == "soak" and steps:
-            result["memory"] = memory_flatness(sampler.samples, steps[0])
+            result["memory"] = memory_flatness(sampler.samples, steps[0], sampler.role_samples)
             result["memory"]["distinct_keys"] = result.get("rows")
             result["memory"]["seconds"] = round(steps[0]["ended_at"] - steps[0]["started_at"], 1)
             result["memory"]["window"] = opts.soak_window
@@ -613,26 +613,48 @@ def judge_step(
     }
 
 
-def memory_flatness(samples: list[tuple[float, int, float]], step: dict[str, Any]) -> dict:
+def memory_flatness(
+    samples: list[tuple[float, int, float]],
+    step: dict[str, Any],
+    role_samples: Sequence[tuple[float, dict[str, int]]] = (),
+) -> dict:
     """RSS of the tree early in a long step against its end: does state stay off the heap?
 
     Early = the median over 20-30% of the step (after warm-up), end = the median over its
-    last 10%; flat when they differ by at most 10%.
+    last 10%; flat when they differ by at most 10%. The same per role (driver, JVM, Python
+    workers) tells which process grows.
     """
     start, end = step["started_at"], step["ended_at"]
     span = end - start
 
-    def median_rss(a: float, b: float) -> float | None:
-        values = sorted(r for t, r, _c in samples if start + a * span <= t <= start + b * span)
+    def median(values: list[int]) -> float | None:
+        values = sorted(values)
         return values[len(values) // 2] / 2**20 if values else None
 
-    early, late = median_rss(0.2, 0.3), median_rss(0.9, 1.0)
-    change = (late - early) / early if early and late else None
+    def within(t: float, a: float, b: float) -> bool:
+        return start + a * span <= t <= start + b * span
+
+    def change(early: float | None, late: float | None) -> float | None:
+        return round((late - early) / early, 4) if early and late else None
+
+    early = median([r for t, r, _c in samples if within(t, 0.2, 0.3)])
+    late = median([r for t, r, _c in samples if within(t, 0.9, 1.0)])
+    by_role = {}
+    for role in sorted({role for _t, roles in role_samples for role in roles}):
+        e = median([roles.get(role, 0) for t, roles in role_samples if within(t, 0.2, 0.3)])
+        z = median([roles.get(role, 0) for t, roles in role_samples if within(t, 0.9, 1.0)])
+        by_role[role] = {
+            "early_rss_mb": round(e, 1) if e is not None else None,
+            "end_rss_mb": round(z, 1) if z is not None else None,
+            "change": change(e, z),
+        }
+    total_change = change(early, late)
     return {
         "early_rss_mb": round(early, 1) if early else None,
         "end_rss_mb": round(late, 1) if late else None,
-        "change": round(change, 4) if change is not None else None,
-        "flat": None if change is None else abs(change) <= 0.10,
+        "change": total_change,
+        "flat": None if total_change is None else abs(total_change) <= 0.10,
+        "by_role": by_role,
     }
 
 

@@ -55,6 +55,12 @@ def register(subparsers: Any) -> None:
         help="start the bundled broker for this run only (to measure the generator itself)",
     )
     p.add_argument("--seed", type=int, default=7, help="same seed, same event sequence")
+    p.add_argument(
+        "--linger-ms",
+        type=int,
+        help="producer batching delay, default 50 (the bundled broker slows down with many "
+        "tiny batches)",
+    )
     j = p.add_argument_group(
         "join stream",
         "With --join-topic, user profile events {event_id, user: {id, name, plan, country}, "
@@ -131,7 +137,14 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
                     args.partitions,
                     {"retention.ms": "604800000", "retention.bytes": "-1"},
                 )
-        gen = LoadGenerator(spec, servers, args.topic, join=join, join_topic=args.join_topic)
+        gen = LoadGenerator(
+            spec,
+            servers,
+            args.topic,
+            join=join,
+            join_topic=args.join_topic,
+            **({} if args.linger_ms is None else {"linger_ms": args.linger_ms}),
+        )
         last = [0.0]
 
         def show(t: float, sent: int, acked: int) -> None:

@@ -402,6 +402,7 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
     values: list[bytes | None] = []
     consumer = _read_ahead.take(spec, part)
     position = part.start
+    eof_at: int | None = None  # where the broker last said the partition ends
     try:
         stalled_since: float | None = None
         while True:
@@ -414,6 +415,7 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
+                        eof_at = msg.offset()
                         # compacted or transactional topics leave offset gaps
                         done = (
                             msg.offset() >= part.end
@@ -442,10 +444,12 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
             elif stalled_since is None:
                 stalled_since = time.monotonic()
             elif time.monotonic() - stalled_since > max(spec.metadata_timeout_s, 10):
+                got = f"received up to {offsets[-1]}" if offsets else "received none"
+                ends = "" if eof_at is None else f", the broker says the partition ends at {eof_at}"
                 raise SourceUnavailable(
                     f"no data from {part.topic}/{part.partition} for "
                     f"{max(spec.metadata_timeout_s, 10):.0f}s while reading "
-                    f"offsets {part.start}..{part.end} (is the broker up?)"
+                    f"offsets {part.start}..{part.end} ({got}{ends}; is the broker up?)"
                 )
     except BaseException:
         _close(consumer)

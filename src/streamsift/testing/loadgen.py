@@ -112,6 +112,13 @@ def pair_checksum_part(left_id: str, right_id: str) -> int:
     return int.from_bytes(hashlib.md5(f"{left_id}|{right_id}".encode()).digest()[:4], "big")
 
 
+# The bundled broker's per-request cost grows with the number of record batches in a
+# partition: at 2,000 events/s, 5 ms batches (~3 events each) drove it to a full core within
+# a minute and stalled fetches after ~5 minutes, while 100 ms batches kept it at ~0.2 core
+# (see docs/benchmarks.md). 50 ms keeps batches large at live rates and adds at most 50 ms.
+DEFAULT_LINGER_MS = 50
+
+
 @dataclass(frozen=True)
 class LoadSpec:
     """What to generate. `keys` bounds how far back a duplicate may reach (in originals)."""
@@ -388,6 +395,7 @@ class LoadGenerator:
         producer_config: dict[str, Any] | None = None,
         join: JoinLoadSpec | None = None,
         join_topic: str | None = None,
+        linger_ms: int = DEFAULT_LINGER_MS,
     ) -> None:
         if (join is None) != (join_topic is None):
             raise ValueError("a join stream needs both a JoinLoadSpec and a join topic")
@@ -427,7 +435,7 @@ class LoadGenerator:
             self._right_ms = array("q")
         self._producer_config = {
             "bootstrap.servers": bootstrap_servers,
-            "linger.ms": 5,
+            "linger.ms": linger_ms,
             "enable.idempotence": True,
             "compression.type": "lz4",
             "batch.num.messages": 10_000,
