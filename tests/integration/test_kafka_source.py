@@ -40,3 +40,21 @@ def test_each_range_reads_exactly_its_messages(broker, topic, ranges):
         records = fetch_range(spec, KafkaPartitionRange(topic, 0, start, end))
         assert records.offsets == list(range(start, end))
         assert records.values == [f"m{i}".encode() for i in range(start, end)]
+
+
+def test_a_kept_consumer_that_stopped_fetching_is_replaced(broker, topic, monkeypatch):
+    """A consumer that receives nothing while the range's messages exist (here: paused) is
+    replaced by a fresh one after STALL_REFRESH_S, and the range is read in full."""
+    from streamsift.sources import kafka
+
+    monkeypatch.setattr(kafka, "STALL_REFRESH_S", 0.5)
+    spec = KafkaReadSpec(broker.bootstrap_servers, topic, f"g-{topic}")
+    fetch_range(spec, KafkaPartitionRange(topic, 0, 0, 100))
+    ((consumer, position, _),) = kafka._read_ahead._kept.values()
+    assert position == 100
+    consumer.pause(consumer.assignment())
+    drained = consumer.consume(1000, 1.0)  # what it had fetched ahead is gone too
+    assert all(m.offset() < 200 for m in drained if m.error() is None)
+
+    records = fetch_range(spec, KafkaPartitionRange(topic, 0, 100, 300))
+    assert records.offsets == list(range(100, 300))

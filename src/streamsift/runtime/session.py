@@ -65,6 +65,10 @@ def spark_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    # glibc gives every thread that allocates its own arena (up to 8 per core); RocksDB's and
+    # the JVM's threads then leave freed memory scattered, and RSS creeps up over long runs.
+    # Read at process start: applies to the JVM and the Python workers started from here.
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     from pyspark.sql import SparkSession
 
     log_conf = resources.files("streamsift.runtime").joinpath("log4j2.properties")
@@ -94,6 +98,10 @@ def spark_session(
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.driver.maxResultSize", "2g")
         .config("spark.python.worker.reuse", "true")
+        # a long-running query runs thousands of jobs: keep only the recent ones' status
+        .config("spark.ui.retainedJobs", "100")
+        .config("spark.ui.retainedStages", "100")
+        .config("spark.sql.ui.retainedExecutions", "50")
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if verbose else "OFF")

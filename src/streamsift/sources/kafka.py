@@ -33,6 +33,9 @@ from pyspark.sql.streaming.datasource import (
 from streamsift.sources.errors import SourceError, SourceUnavailable
 
 FETCH_CHUNK = 50_000
+# A consumer that gets nothing for this long while the range's messages exist is replaced by
+# a fresh one once, before the range fails after the connect timeout.
+STALL_REFRESH_S = 5.0
 END_PROBE_BUDGET_S = 0.2
 log = logging.getLogger("streamsift.kafka")
 
@@ -355,9 +358,7 @@ class _ReadAhead:
             if position != part.start:
                 consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
             return consumer
-        consumer = Consumer({**FETCH_DEFAULTS, **spec.consumer_config()})
-        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
-        return consumer
+        return new_fetch_consumer(spec, part.topic, part.partition, part.start)
 
     def give_back(
         self, spec: KafkaReadSpec, part: KafkaPartitionRange, consumer: Consumer, position: int
@@ -378,6 +379,12 @@ class _ReadAhead:
         for consumer, _, _ in self._kept.values():
             _close(consumer)
         self._kept.clear()
+
+
+def new_fetch_consumer(spec: KafkaReadSpec, topic: str, partition: int, offset: int) -> Consumer:
+    consumer = Consumer({**FETCH_DEFAULTS, **spec.consumer_config()})
+    consumer.assign([TopicPartition(topic, partition, offset)])
+    return consumer
 
 
 def _close(consumer: Consumer) -> None:
@@ -403,6 +410,7 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
     consumer = _read_ahead.take(spec, part)
     position = part.start
     eof_at: int | None = None  # where the broker last said the partition ends
+    refreshed = False
     try:
         stalled_since: float | None = None
         while True:
@@ -443,6 +451,24 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                 stalled_since = None
             elif stalled_since is None:
                 stalled_since = time.monotonic()
+            elif not refreshed and time.monotonic() - stalled_since > STALL_REFRESH_S:
+                # seen once in a 10-minute soak on the bundled broker: a kept consumer stopped
+                # receiving in the middle of a range; a fresh one reads on
+                refreshed = True
+                at = offsets[-1] + 1 if offsets else part.start
+                log.warning(
+                    "no data from %s/%s for %.0fs at offset %d (range %d..%d, broker end %s);"
+                    " replacing the consumer",
+                    part.topic,
+                    part.partition,
+                    STALL_REFRESH_S,
+                    at,
+                    part.start,
+                    part.end,
+                    eof_at,
+                )
+                _close(consumer)
+                consumer = new_fetch_consumer(spec, part.topic, part.partition, at)
             elif time.monotonic() - stalled_since > max(spec.metadata_timeout_s, 10):
                 got = f"received up to {offsets[-1]}" if offsets else "received none"
                 ends = "" if eof_at is None else f", the broker says the partition ends at {eof_at}"
