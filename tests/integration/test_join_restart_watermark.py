@@ -153,6 +153,16 @@ def test_restart_with_one_sided_first_batch_keeps_the_other_sides_events(
             produce_messages(f"{unique_name}_{mode}_users", encode(users, "user"))
 
     n1, n2, n3 = len(ORDERS_1) + len(USERS_1), len(ORDERS_2), len(USERS_3)
+
+    def step_1_then_stop(mode: str) -> list[datetime]:
+        """Step 1 caught up and stopped; step 2's orders wait in Kafka. The watermark after it."""
+        produce(mode, ORDERS_1, USERS_1)
+        runner = PipelineRunner(pipelines[mode])
+        assert runner.run(until_caught_up=True).stats["read"] == n1
+        assert table_rows(runner) == EXPECTED_STEP_1
+        produce(mode, ORDERS_2, [])
+        return [checkpoint_watermark(runner)]
+
     watermarks: dict[str, list[datetime]] = {}
     late: dict[str, int] = {}
 
@@ -174,12 +184,7 @@ def test_restart_with_one_sided_first_batch_keeps_the_other_sides_events(
     never = table_rows(runner)
 
     # continue: step 1 caught up; restart on orders only; users arrive in that same run
-    produce("continue", ORDERS_1, USERS_1)
-    runner = PipelineRunner(pipelines["continue"])
-    assert runner.run(until_caught_up=True).stats["read"] == n1
-    assert table_rows(runner) == EXPECTED_STEP_1
-    wm = [checkpoint_watermark(runner)]
-    produce("continue", ORDERS_2, [])
+    wm = step_1_then_stop("continue")
     runner = PipelineRunner(pipelines["continue"])
     with LiveRun(runner) as live:
         live.wait("step 2", lambda: runner.stats.read >= n2)  # a batch of orders only
@@ -191,12 +196,7 @@ def test_restart_with_one_sided_first_batch_keeps_the_other_sides_events(
     resumed = table_rows(runner)
 
     # restart: one availableNow run per step
-    produce("restart", ORDERS_1, USERS_1)
-    runner = PipelineRunner(pipelines["restart"])
-    assert runner.run(until_caught_up=True).stats["read"] == n1
-    assert table_rows(runner) == EXPECTED_STEP_1
-    wm = [checkpoint_watermark(runner)]
-    produce("restart", ORDERS_2, [])
+    wm = step_1_then_stop("restart")
     runner = PipelineRunner(pipelines["restart"])
     stats = runner.run(until_caught_up=True).stats
     assert (stats["read"], stats["written"]) == (n2, 0)  # orders only, matching nothing

@@ -430,7 +430,14 @@ def _live_section(scenario: str, live: dict) -> list[str]:
             f"process tree {_n(mem['early_rss_mb'])} MB at 20-30% of the run, "
             f"{_n(mem['end_rss_mb'])} MB in its last 10% "
             f"({_n((mem['change'] or 0) * 100, 1)}%): "
-            f"{'flat' if mem['flat'] else '**not flat**'} within 10%.",
+            f"{'flat' if mem['flat'] else '**not flat**'} within 10%. By process: "
+            + "; ".join(
+                f"{role} {_n(v['early_rss_mb'])} -> {_n(v['end_rss_mb'])} MB "
+                f"({_n((v['change'] or 0) * 100, 1)}%)"
+                for role, v in (mem.get("by_role") or {}).items()
+                if role != "other"
+            )
+            + ".",
             "",
         ]
     lines += [
