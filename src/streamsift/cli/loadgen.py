@@ -143,7 +143,7 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
             args.topic,
             join=join,
             join_topic=args.join_topic,
-            **({} if args.linger_ms is None else {"linger_ms": args.linger_ms}),
+            linger_ms=args.linger_ms,
         )
         last = [0.0]
 

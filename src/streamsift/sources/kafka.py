@@ -327,7 +327,7 @@ def _cap(start: dict, ends: dict[str, int], max_rows: int) -> dict[str, int]:
 
 
 # Fetch settings for reading ranges: large fetches (a 1 KB event is ~1,000 per default 1 MB
-# fetch), and a bounded read-ahead queue per partition. A pipeline's `properties` override them.
+# fetch), and a bounded queue per partition. A pipeline's `properties` override them.
 FETCH_DEFAULTS: dict[str, Any] = {
     "fetch.wait.max.ms": 100,
     "max.partition.fetch.bytes": 8 << 20,
@@ -335,48 +335,46 @@ FETCH_DEFAULTS: dict[str, Any] = {
 }
 
 
-class _ReadAhead:
-    """One consumer per (source, partition) kept alive in a Python worker between tasks.
+class _KeptConsumers:
+    """One consumer per (source, partition) kept in a Python worker between tasks.
 
-    Spark reuses its Python workers, so the consumer that read [a, b) of a partition in the
-    last micro-batch is usually asked for [b, c) next; librdkafka has been fetching those
-    messages in the background meanwhile. Any other start offset re-assigns the consumer.
-    Consumers idle for `IDLE_S` or beyond the `MAX_KEPT` most recent are closed.
+    Spark reuses its Python workers, so a kept consumer saves connecting and fetching
+    metadata for each micro-batch. Between tasks it is unassigned: a consumer left assigned
+    keeps polling the end of its partition, and on the bundled broker, whose cost per fetch
+    grows with the partition's length, those polls from every worker stalled 10-minute
+    soaks (docs/benchmarks.md). Consumers idle for `IDLE_S` or beyond the `MAX_KEPT` most
+    recent are closed.
     """
 
     IDLE_S = 60.0
     MAX_KEPT = 32
 
     def __init__(self) -> None:
-        self._kept: dict[tuple[str, str, int], tuple[Consumer, int, float]] = {}
+        self._kept: dict[tuple[str, str, int], tuple[Consumer, float]] = {}
 
     def take(self, spec: KafkaReadSpec, part: KafkaPartitionRange) -> Consumer:
         self._expire()
         kept = self._kept.pop((spec.identity(), part.topic, part.partition), None)
         if kept is not None:
-            consumer, position, _ = kept
-            if position != part.start:
-                consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+            consumer = kept[0]
+            consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
             return consumer
         return new_fetch_consumer(spec, part.topic, part.partition, part.start)
 
-    def give_back(
-        self, spec: KafkaReadSpec, part: KafkaPartitionRange, consumer: Consumer, position: int
-    ) -> None:
-        """`position`: the offset the consumer's next message will have."""
-        key = (spec.identity(), part.topic, part.partition)
-        self._kept[key] = (consumer, position, time.monotonic())
+    def give_back(self, spec: KafkaReadSpec, part: KafkaPartitionRange, consumer: Consumer) -> None:
+        consumer.unassign()
+        self._kept[(spec.identity(), part.topic, part.partition)] = (consumer, time.monotonic())
 
     def _expire(self) -> None:
         now = time.monotonic()
-        by_age = sorted(self._kept.items(), key=lambda kv: kv[1][2], reverse=True)
-        for i, (key, (consumer, _, used_at)) in enumerate(by_age):
+        by_age = sorted(self._kept.items(), key=lambda kv: kv[1][1], reverse=True)
+        for i, (key, (consumer, used_at)) in enumerate(by_age):
             if i >= self.MAX_KEPT or now - used_at > self.IDLE_S:
                 del self._kept[key]
                 _close(consumer)
 
     def close_all(self) -> None:
-        for consumer, _, _ in self._kept.values():
+        for consumer, _ in self._kept.values():
             _close(consumer)
         self._kept.clear()
 
@@ -392,13 +390,13 @@ def _close(consumer: Consumer) -> None:
         consumer.close()
 
 
-_read_ahead = _ReadAhead()
-atexit.register(_read_ahead.close_all)
+_kept_consumers = _KeptConsumers()
+atexit.register(_kept_consumers.close_all)
 
 
 def close_kept_consumers() -> None:
-    """Close the consumers this process keeps for reading ahead (tests, shutdown)."""
-    _read_ahead.close_all()
+    """Close the consumers this process keeps between tasks (tests, shutdown)."""
+    _kept_consumers.close_all()
 
 
 def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
@@ -407,8 +405,7 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
     stamps: list[int] = []
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
-    consumer = _read_ahead.take(spec, part)
-    position = part.start
+    consumer = _kept_consumers.take(spec, part)
     eof_at: int | None = None  # where the broker last said the partition ends
     refreshed = False
     try:
@@ -435,7 +432,6 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                         continue
                     raise SourceUnavailable(f"reading {part.topic}/{part.partition}: {err.str()}")
                 off = msg.offset()
-                position = off + 1
                 if off >= part.end:
                     done = True
                     break
@@ -452,8 +448,8 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
             elif stalled_since is None:
                 stalled_since = time.monotonic()
             elif not refreshed and time.monotonic() - stalled_since > STALL_REFRESH_S:
-                # seen once in a 10-minute soak on the bundled broker: a kept consumer stopped
-                # receiving in the middle of a range; a fresh one reads on
+                # seen in 10-minute soaks on the bundled broker: a consumer stopped receiving
+                # in the middle of a range; a fresh one got one of two such partitions going
                 refreshed = True
                 at = offsets[-1] + 1 if offsets else part.start
                 log.warning(
@@ -480,7 +476,7 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
     except BaseException:
         _close(consumer)
         raise
-    _read_ahead.give_back(spec, part, consumer, position)
+    _kept_consumers.give_back(spec, part, consumer)
     return KafkaRecords(
         part.topic, part.partition, part.start, part.end, offsets, stamps, keys, values
     )

@@ -123,9 +123,9 @@ class ChaosOptions:
 
 
 @dataclass
-class ChaosReport:
-    mode: str
-    kills: int
+class Verdict:
+    """What ClickHouse holds against what the reference expects."""
+
     produced: int
     expected: int
     in_clickhouse: int
@@ -134,6 +134,12 @@ class ChaosReport:
     wrong_version: int
     dlq_expected: int
     dlq_in_clickhouse: int
+
+
+@dataclass
+class ChaosReport(Verdict):
+    mode: str
+    kills: int
     seconds: float
     kill_times_s: list[float] = field(default_factory=list)
     shape: str = "dedup"  # "dedup", or "join (inner)" / "join (left)"
@@ -184,18 +190,6 @@ class _Producer(threading.Thread):
             self.work()
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             self.error = exc
-
-
-@dataclass
-class _Verdict:
-    produced: int
-    expected: int
-    in_clickhouse: int
-    missing: int
-    duplicated: int
-    wrong_version: int
-    dlq_expected: int
-    dlq_in_clickhouse: int
 
 
 class _DedupShape:
@@ -252,12 +246,12 @@ class _DedupShape:
     def finish(self, path: Path) -> None:
         _catch_up(path)
 
-    def verdict(self, client: Any) -> _Verdict:
+    def verdict(self, client: Any) -> Verdict:
         counts = dict(
             client.query("SELECT event_id, count() FROM events GROUP BY event_id").result_rows
         )
         expected = set(self.truth.first_versions)
-        return _Verdict(
+        return Verdict(
             produced=self.truth.produced + self.malformed,
             expected=len(expected),
             in_clickhouse=sum(counts.values()),
@@ -354,7 +348,7 @@ class _JoinShape:
             self.produced += out.flush()
             _catch_up(path)
 
-    def verdict(self, client: Any) -> _Verdict:
+    def verdict(self, client: Any) -> Verdict:
         expected = reference_join(self.streams.orders, self.streams.users, self.opts.join_type)
         actual: Counter = Counter(
             (o, e, float(a), n, p)
@@ -362,7 +356,7 @@ class _JoinShape:
         )
         missing, extra = expected.rows - actual, actual - expected.rows
         dlq_expected = sum(self.malformed.values())
-        return _Verdict(
+        return Verdict(
             produced=self.produced,
             expected=sum(expected.rows.values()),
             in_clickhouse=sum(actual.values()),

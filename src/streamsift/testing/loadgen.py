@@ -395,7 +395,7 @@ class LoadGenerator:
         producer_config: dict[str, Any] | None = None,
         join: JoinLoadSpec | None = None,
         join_topic: str | None = None,
-        linger_ms: int = DEFAULT_LINGER_MS,
+        linger_ms: int | None = None,  # None: DEFAULT_LINGER_MS
     ) -> None:
         if (join is None) != (join_topic is None):
             raise ValueError("a join stream needs both a JoinLoadSpec and a join topic")
@@ -435,7 +435,7 @@ class LoadGenerator:
             self._right_ms = array("q")
         self._producer_config = {
             "bootstrap.servers": bootstrap_servers,
-            "linger.ms": linger_ms,
+            "linger.ms": DEFAULT_LINGER_MS if linger_ms is None else linger_ms,
             "enable.idempotence": True,
             "compression.type": "lz4",
             "batch.num.messages": 10_000,
