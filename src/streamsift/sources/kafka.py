@@ -221,7 +221,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     break
             else:
                 raise SourceUnavailable(
-                    f"no end-of-partition signal from {key} within 30s (is the broker up?)"
+                    f"Kafka at {self.spec.bootstrap_servers} did not answer: no end-of-partition"
+                    f" signal from {key} within 30s (is the broker up?)"
                 )
         finally:
             consumer.unassign()
@@ -469,6 +470,7 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                 got = f"received up to {offsets[-1]}" if offsets else "received none"
                 ends = "" if eof_at is None else f", the broker says the partition ends at {eof_at}"
                 raise SourceUnavailable(
+                    f"Kafka at {spec.bootstrap_servers} did not answer: "
                     f"no data from {part.topic}/{part.partition} for "
                     f"{max(spec.metadata_timeout_s, 10):.0f}s while reading "
                     f"offsets {part.start}..{part.end} ({got}{ends}; is the broker up?)"
