@@ -79,6 +79,40 @@ def test_bench_smoke_every_run_exact_and_report_written(tmp_path):
         assert f"]({name})" in report
 
 
+def test_bench_server_mode_inserts_through_a_separate_clickhouse_process(tmp_path):
+    out = tmp_path / "bench"
+    proc = streamsift(
+        "bench",
+        "--scenario", "dedup",
+        "--events", "2000",
+        "--out", str(out),
+        "--baselines", "raw",
+        "--clickhouse", "server",
+        "--max-delay", "500ms",
+        "--latency-rates", "1000",
+        "--ramp", "2000",
+        "--duration", "2",
+        "--no-plots",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["all_exact"] is True and results["options"]["clickhouse"] == "server"
+    assert set(results["drain"]) == {"raw", "dedup"}
+    assert results["drain"]["dedup"]["rows"] == results["dataset"]["expected_unique"]
+    assert results["live"]["dedup"]["exact"]
+    # the endpoint ran as its own process inside the run's tree and was measured with it
+    roles = results["drain"]["dedup"]["resources"]["peak_rss_mb_by_role"]
+    assert roles.get("clickhouse", 0) > 0, roles
+    report = (out / "report.md").read_text()
+    assert "a chdb-backed ClickHouse HTTP endpoint" in report
+    assert "trigger every 500ms" in report
+
+
+def test_bench_rejects_a_bad_trigger_interval(tmp_path):
+    proc = streamsift("bench", "--max-delay", "soon", "--out", str(tmp_path), timeout=60)
+    assert proc.returncode == 2 and "'soon' is not a duration" in proc.stderr
+
+
 def test_loadgen_cli_reports_rate_and_writes_truth(tmp_path):
     truth_path = tmp_path / "truth.json"
     args = ["loadgen", "--bundled-broker", "--topic", "lg", "--events", "2000", "--rps", "1000"]

@@ -49,6 +49,18 @@ def test_without_join_the_pipeline_is_the_single_source_one():
     assert doc["source"]["topic"] == "left-topic" and doc["dedup"]["key"] == "event_id"
 
 
+def test_server_mode_and_trigger_reach_the_pipeline():
+    embedded = parse_pipeline(pipeline_doc(_spec(join=None)))
+    assert embedded.sink.clickhouse.embedded
+    assert embedded.sink.max_delay_time.total_seconds() == 1
+    for join in (None, _spec()["join"]):
+        doc = pipeline_doc(_spec(join=join, max_delay="250ms"), server_port=18123)
+        pipeline = parse_pipeline(doc)
+        conn = pipeline.sink.clickhouse
+        assert not conn.embedded and (conn.host, conn.port) == ("127.0.0.1", 18123)
+        assert pipeline.sink.max_delay_time.total_seconds() == 0.25
+
+
 def _query(rows, distinct, later_left, later_right, checksum):
     def query(sql):
         if "MD5" in sql:

@@ -183,6 +183,14 @@ def markdown(results: dict) -> str:
         "pipeline and ClickHouse (chdb, embedded in each run's process) share its cores.",
         "",
     ]
+    if o.get("clickhouse") == "server":
+        lines += [
+            "ClickHouse for the streamsift runs: a chdb-backed ClickHouse HTTP endpoint that each "
+            "run starts as a separate process (counted in the run's process tree); streamsift "
+            "inserts from Spark's executors as against a ClickHouse server. The baselines "
+            "insert into chdb in their own process.",
+            "",
+        ]
     if o.get("note"):
         lines += [f"Note: {o['note']}", ""]
     if ds:
@@ -302,7 +310,7 @@ def markdown(results: dict) -> str:
                 "",
             ]
     for scenario, live in results.get("live", {}).items():
-        lines += _live_section(scenario, live)
+        lines += _live_section(scenario, live, o.get("max_delay") or "1s")
     lines += ["## Targets", ""]
     lines += _table(
         ["target", "goal", "measured", "met"],
@@ -403,7 +411,7 @@ def _mismatch(r: dict) -> str:
     )
 
 
-def _live_section(scenario: str, live: dict) -> list[str]:
+def _live_section(scenario: str, live: dict, trigger: str) -> list[str]:
     lines = [f"## Live run: {LABELS.get(scenario, scenario)}", ""]
     if not live.get("exact"):
         lines += [
@@ -442,7 +450,7 @@ def _live_section(scenario: str, live: dict) -> list[str]:
         ]
     lines += [
         f"{live.get('produced', 0):,} events in fixed-rate steps while the pipeline ran "
-        f"continuously (trigger every second); exact: {live.get('rows', 0):,} rows as expected. "
+        f"continuously (trigger every {trigger}); exact: {live.get('rows', 0):,} rows as expected. "
         f"Peak RSS {_n(res.get('peak_rss_mb'))} MB ({_roles(res)}), peak PSS "
         f"{_n(res.get('peak_pss_mb'))} MB.",
         "",

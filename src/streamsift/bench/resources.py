@@ -31,6 +31,8 @@ def role_of(proc: psutil.Process, root_pid: int) -> str:
         return "other"
     if name == "java" or "/java" in cmd.split(" ", 1)[0]:
         return "jvm"
+    if "clickhouse_http" in cmd:  # bench --clickhouse server: the run's ClickHouse endpoint
+        return "clickhouse"
     if "pyspark" in cmd or "python" in name:
         return "python_workers"
     return "other"

@@ -92,7 +92,12 @@ class BenchOptions:
     )
     step_seconds: float = 15.0
     max_rows_per_batch: int | None = None
+    max_delay: str = "1s"  # streamsift's sink.max_delay_time: the trigger interval of live runs
     bootstrap_servers: str | None = None
+    # "embedded": chdb inside each streamsift run's process (driver-side inserts); "server":
+    # each streamsift run starts a chdb-backed ClickHouse HTTP endpoint as its own process on
+    # its own data directory and inserts from the executors, as against a ClickHouse server.
+    clickhouse: str = "embedded"
     keep_work: bool = False
     plots: bool = True
     soak_rate: int = 0  # > 0: run only the soak scenario at this rate (see _live)
@@ -323,12 +328,14 @@ class Bench:
             "partitions": self.opts.partitions,
             "window": self.opts.window,
             "max_rows_per_batch": self.opts.max_rows_per_batch,
+            "max_delay": self.opts.max_delay,
             "truth": getattr(self, "truth", None),
             "truth_path": str(getattr(self, "truth_path", "")),
             "work_dir": str(d / "data"),
             "result_path": str(run.result_path),
             "progress_path": str(run.progress_path),
             "latency_path": str(d / "latency.parquet"),
+            "clickhouse": self.opts.clickhouse,
             **spec,
         }
         return run

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import sys
 import time
 from datetime import datetime
@@ -51,9 +52,13 @@ JOIN_OUTPUT = [
 ]
 
 
-def pipeline_doc(spec: dict[str, Any]) -> dict[str, Any]:
-    """The pipeline a scenario runs: the load generator's events, embedded ClickHouse."""
+def pipeline_doc(spec: dict[str, Any], server_port: int | None = None) -> dict[str, Any]:
+    """The pipeline a scenario runs: the load generator's events, into embedded ClickHouse
+    or, given `server_port`, the ClickHouse HTTP endpoint listening there."""
     work = Path(spec["work_dir"])
+    clickhouse: dict[str, Any] = {"path": str(work / "clickhouse")}
+    if server_port is not None:
+        clickhouse = {"host": "127.0.0.1", "port": server_port}
     doc: dict[str, Any] = {
         "name": spec["name"],
         "source": {
@@ -62,11 +67,12 @@ def pipeline_doc(spec: dict[str, Any]) -> dict[str, Any]:
             "schema": {"fields": LOAD_FIELDS, "event_time": "created_at"},
         },
         "sink": {
-            "clickhouse": {"path": str(work / "clickhouse")},
+            "clickhouse": clickhouse,
             "table": TABLE,
             "create_table": True,
             "order_by": ["event_id"],
             "mapping": LOAD_MAPPING,
+            "max_delay_time": spec.get("max_delay", "1s"),
         },
         "runtime": {
             "checkpoint_dir": str(work / "checkpoint"),
@@ -193,10 +199,31 @@ def batch_summary(log: dict[int, dict[str, Any]], topic: str | None = None) -> d
 
 
 def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
+    if spec.get("clickhouse") != "server":
+        return _run_streamsift(spec, progress, None)
+    from streamsift.testing.clickhouse_http import spawn_server
+
+    # a separate process, as a ClickHouse server would be; a child of this one, so the
+    # runner's process-tree measurements count it
+    server, port = spawn_server(Path(spec["work_dir"]) / "clickhouse")
+    try:
+        return _run_streamsift(spec, progress, port)
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _run_streamsift(
+    spec: dict[str, Any], progress: ProgressLog, server_port: int | None
+) -> dict[str, Any]:
     from streamsift.config import parse_pipeline
     from streamsift.runtime.pipeline import PipelineRunner
 
-    pipeline = parse_pipeline(pipeline_doc(spec))
+    pipeline = parse_pipeline(pipeline_doc(spec, server_port))
     work = Path(spec["work_dir"])
     first_batch_at: list[float] = []
 

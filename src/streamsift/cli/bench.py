@@ -91,7 +91,20 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--max-rows-per-batch", type=int, default=None, help="streamsift's admission limit"
     )
+    p.add_argument(
+        "--max-delay",
+        default="1s",
+        help="streamsift's sink.max_delay_time (the trigger interval of the live runs; default 1s)",
+    )
     p.add_argument("--bootstrap-servers", help="use this Kafka instead of the bundled broker")
+    p.add_argument(
+        "--clickhouse",
+        choices=["embedded", "server"],
+        default="embedded",
+        help="streamsift runs write to chdb in their own process (embedded, driver-side "
+        "inserts) or to a chdb-backed ClickHouse HTTP endpoint each run starts as a separate "
+        "process (server, executor-side inserts); baselines stay embedded",
+    )
     p.add_argument("--keep-work", action="store_true", help="keep chdb dirs and checkpoints")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--note", default="", help="a remark printed in the report")
@@ -101,7 +114,7 @@ def register(subparsers: Any) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from streamsift.bench.runner import BASELINES, LIVE_SCENARIOS, SCENARIOS, Bench, BenchOptions
     from streamsift.cli.loadgen import join_windows
-    from streamsift.config.durations import format_duration
+    from streamsift.config.durations import format_duration, parse_duration
 
     baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
     unknown = sorted(set(baselines) - set(BASELINES))
@@ -117,6 +130,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.join_events is not None and args.join_events < 0:
         return fail("--join-events must not be negative", code=2)
     try:
+        max_delay = parse_duration(args.max_delay)
+        if max_delay.total_seconds() <= 0:
+            raise ValueError(f"--max-delay must be positive, got {args.max_delay!r}")
         left_window, right_window = join_windows(args.join_window)
         if min(left_window.total_seconds(), right_window.total_seconds()) <= 0:
             raise ValueError("--join-window: windows must be positive")
@@ -143,7 +159,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ramp_rates=args.ramp,
         step_seconds=args.duration,
         max_rows_per_batch=args.max_rows_per_batch,
+        max_delay=format_duration(max_delay),
         bootstrap_servers=args.bootstrap_servers,
+        clickhouse=args.clickhouse,
         keep_work=args.keep_work,
         plots=not args.no_plots,
         note=args.note,

@@ -14,6 +14,10 @@ two exchanges identical: the split condition holds a term that is never true but
 deterministic (`spark_partition_id() < 0`), so the optimizer cannot push the split below the
 shuffle, and it names every column, so column pruning leaves the same columns in both.
 The shuffle is the one the join needs anyway (the key, `spark.sql.shuffle.partitions`).
+
+Since the split names every column, each side is first pruned to what the join still needs:
+its output fields, the join key(s) and the metadata. Payload fields nobody reads would
+otherwise travel through the shuffle and sit in the join's state store.
 """
 
 from __future__ import annotations
@@ -21,6 +25,21 @@ from __future__ import annotations
 from typing import Any
 
 from streamsift.config.models import FieldRef, FieldType, JoinType, Pipeline
+
+# Columns each side keeps besides its output fields and keys (see `build_join`).
+SIDE_META = (
+    "_topic",
+    "_partition",
+    "_offset",
+    "_kafka_ts",
+    "_event_time",
+    "_late",
+    "_key",
+    "_raw",
+    "_error",
+    "_stage",
+    "_source",
+)
 
 _SPARK_KEY_TYPES = {
     FieldType.STRING: "STRING",
@@ -53,10 +72,13 @@ def build_join(
         lt, rt = left_scope[lk].type, right_scope[rk].type
         key_types.append(_SPARK_KEY_TYPES[FieldType.FLOAT if lt != rt else lt])
 
-    def prepared(frame: Any, scope: dict[str, FieldRef], keys: tuple[str, ...]) -> Any:
+    def prepared(frame: Any, scope: dict[str, FieldRef], keys: tuple[str, ...], side: str) -> Any:
         frame = frame.withColumns(
             {f"_jk{i}": F.col(scope[k].column).cast(key_types[i]) for i, k in enumerate(keys)}
         )
+        used = {scope[o.field].column for o in join.output if o.from_ == side}
+        used.update(f"_jk{i}" for i in range(len(keys)))
+        frame = frame.select(*[c for c in frame.columns if c in used or c in SIDE_META])
         frame = frame.withWatermark("_event_time", lateness)
         frame = frame.repartition(*[F.col(f"_jk{i}") for i in range(len(keys))])
         every_column = ", ".join(f"`{c}`" for c in frame.columns)
@@ -66,8 +88,8 @@ def build_join(
         )
         return frame.withColumn("_ok", split)
 
-    left = prepared(left_frame, left_scope, join.left.key)
-    right = prepared(right_frame, right_scope, join.right.key)
+    left = prepared(left_frame, left_scope, join.left.key, "left")
+    right = prepared(right_frame, right_scope, join.right.key, "right")
 
     window_l = int(join.left.time_window.total_seconds() * 1_000_000)
     window_r = int(join.right.time_window.total_seconds() * 1_000_000)
