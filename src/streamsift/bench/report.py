@@ -115,6 +115,12 @@ def targets(results: dict) -> list[dict[str, Any]]:
             "target": "memory flat over a 10-minute 7-day-window run with >= 5M keys",
             "goal": "+-10%",
             "measured": mem.get("change"),
+            "shown": (
+                f"{mem['change']:+.1%} RSS, {mem.get('distinct_keys') or 0:,} keys, "
+                f"{mem.get('seconds') or 0:,.0f} s, {mem.get('window')} window"
+                if mem.get("change") is not None
+                else None
+            ),
             "met": mem.get("flat") if big_enough else None,
             "note": "run `streamsift bench --scenario soak`"
             if not mem
@@ -318,7 +324,7 @@ def markdown(results: dict) -> str:
             [
                 t["target"],
                 t["goal"],
-                _n(t["measured"], 2 if isinstance(t["measured"], float) else 0)
+                (t.get("shown") or _n(t["measured"], 2 if isinstance(t["measured"], float) else 0))
                 + (f" (steady {t['steady']:.2f})" if t.get("steady") is not None else "")
                 + (
                     f" (steady {t['steady_rate']:,.0f})" if t.get("steady_rate") is not None else ""

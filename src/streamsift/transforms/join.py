@@ -16,8 +16,9 @@ shuffle, and it names every column, so column pruning leaves the same columns in
 The shuffle is the one the join needs anyway (the key, `spark.sql.shuffle.partitions`).
 
 Since the split names every column, each side is first pruned to what the join still needs:
-its output fields, the join key(s) and the metadata. Payload fields nobody reads would
-otherwise travel through the shuffle and sit in the join's state store.
+its output fields, the join key(s) and the metadata; payload fields nobody reads would
+otherwise travel through the shuffle (Spark prunes them after it, so the join state holds
+only what is used either way).
 """
 
 from __future__ import annotations
@@ -25,21 +26,6 @@ from __future__ import annotations
 from typing import Any
 
 from streamsift.config.models import FieldRef, FieldType, JoinType, Pipeline
-
-# Columns each side keeps besides its output fields and keys (see `build_join`).
-SIDE_META = (
-    "_topic",
-    "_partition",
-    "_offset",
-    "_kafka_ts",
-    "_event_time",
-    "_late",
-    "_key",
-    "_raw",
-    "_error",
-    "_stage",
-    "_source",
-)
 
 _SPARK_KEY_TYPES = {
     FieldType.STRING: "STRING",
@@ -77,8 +63,8 @@ def build_join(
             {f"_jk{i}": F.col(scope[k].column).cast(key_types[i]) for i, k in enumerate(keys)}
         )
         used = {scope[o.field].column for o in join.output if o.from_ == side}
-        used.update(f"_jk{i}" for i in range(len(keys)))
-        frame = frame.select(*[c for c in frame.columns if c in used or c in SIDE_META])
+        payload = {ref.column for name, ref in scope.items() if not name.startswith("_kafka.")}
+        frame = frame.drop(*sorted(payload - used))
         frame = frame.withWatermark("_event_time", lateness)
         frame = frame.repartition(*[F.col(f"_jk{i}") for i in range(len(keys))])
         every_column = ", ".join(f"`{c}`" for c in frame.columns)
