@@ -190,6 +190,41 @@ def test_join_cases(how, broker, chdb_path, tmp_path, unique_name, produce_messa
         )
 
 
+def test_join_state_on_the_heap_is_exact_and_kept_by_the_checkpoint(
+    broker, chdb_path, tmp_path, unique_name, produce_messages
+):
+    """`runtime.state_store: memory` joins as the default does; the checkpoint remembers the
+    store, so a restart that asks for rocksdb resumes with the heap store and its state."""
+    orders_topic, users_topic = f"{unique_name}_orders", f"{unique_name}_users"
+    broker.create_topic(orders_topic, 3)
+    broker.create_topic(users_topic, 2)
+    orders = [o for os_, _, _ in CASES.values() for o in os_]
+    users = [u for _, us, _ in CASES.values() for u in us]
+    produce_messages(orders_topic, encode(orders, "order_id"))
+    produce_messages(users_topic, encode(users, "user"))
+    doc = pipeline_doc(broker, chdb_path, tmp_path, unique_name, "inner", "10m")
+    doc["runtime"]["state_store"] = "memory"
+    pipeline = parse_pipeline(doc)
+    runner = PipelineRunner(pipeline)
+    runner.run(until_caught_up=True)
+    table = pipeline.sink.table
+    expected = {pair for _, _, pairs in CASES.values() for pair in pairs}
+    rows = runner.writer.query_rows(f"SELECT order_id, name FROM {table}")
+    assert set(rows) == expected and len(rows) == len(expected)
+    offsets = pipeline.checkpoint_dir(tmp_path) / "spark" / "offsets"
+    assert "HDFSBackedStateStoreProvider" in (offsets / "0").read_text()
+
+    # An order whose user (cy, at T0 + 1h) came in the first run: only the kept state has it.
+    produce_messages(orders_topic, encode([order("o-after", "u3", T0 + H + 5 * M)], "order_id"))
+    doc["runtime"]["state_store"] = "rocksdb"
+    resumed = PipelineRunner(parse_pipeline(doc))
+    resumed.run(until_caught_up=True)
+    after = resumed.writer.query_rows(f"SELECT name FROM {table} WHERE order_id = 'o-after'")
+    assert after == [("cy",)]
+    last = max(offsets.iterdir(), key=lambda f: int(f.name) if f.name.isdigit() else -1)
+    assert "HDFSBackedStateStoreProvider" in last.read_text()
+
+
 # ---------------------------------------------------------------- the large run vs a reference
 
 

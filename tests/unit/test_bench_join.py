@@ -59,6 +59,9 @@ def test_server_mode_and_trigger_reach_the_pipeline():
         conn = pipeline.sink.clickhouse
         assert not conn.embedded and (conn.host, conn.port) == ("127.0.0.1", 18123)
         assert pipeline.sink.max_delay_time.total_seconds() == 0.25
+    assert embedded.runtime.state_store.value == "rocksdb"
+    memory = parse_pipeline(pipeline_doc(_spec(state_store="memory")))
+    assert memory.runtime.state_store.value == "memory"
 
 
 def _query(rows, distinct, later_left, later_right, checksum):

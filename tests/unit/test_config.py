@@ -317,6 +317,11 @@ INVALID = [
         {"max_rows_per_batch": 0},
         "runtime.max_rows_per_batch: Input should be greater than 0",
     ),
+    (
+        "runtime",
+        {"state_store": "redis"},
+        "runtime.state_store: Input should be 'rocksdb' or 'memory'",
+    ),
 ]
 
 
@@ -375,6 +380,7 @@ VALID = [
     ("source.properties", {"ssl.ca.pem": "-----BEGIN CERTIFICATE-----\n"}),
     ("dlq", {"table": "bad_users"}),
     ("runtime", {"checkpoint_dir": "/tmp/ckpt", "max_rows_per_batch": 400000}),
+    ("runtime", {"state_store": "memory"}),
 ]
 
 
@@ -395,6 +401,7 @@ def test_defaults_and_derived_values() -> None:
     assert p.sink.max_batch_size == 100_000
     assert p.sink.max_delay_time == timedelta(seconds=1)
     assert p.sink.clickhouse.embedded
+    assert p.runtime.state_store.value == "rocksdb"
     assert p.source.schema_.field("user.id") is not None
     assert p.source.schema_.fields[1].column == "user__id"
     assert [m.type for m in p.sink.mapping] == ["UUID", "String", "Bool", "DateTime64(3)"]

@@ -197,6 +197,11 @@ def markdown(results: dict) -> str:
             "insert into chdb in their own process.",
             "",
         ]
+    if o.get("state_store") == "memory":
+        lines += [
+            "Join state for the streamsift runs: on the JVM heap (`runtime.state_store: memory`).",
+            "",
+        ]
     if o.get("note"):
         lines += [f"Note: {o['note']}", ""]
     if ds:

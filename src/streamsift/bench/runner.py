@@ -93,6 +93,7 @@ class BenchOptions:
     step_seconds: float = 15.0
     max_rows_per_batch: int | None = None
     max_delay: str = "1s"  # streamsift's sink.max_delay_time: the trigger interval of live runs
+    state_store: str = "rocksdb"  # streamsift's runtime.state_store (the join's state)
     bootstrap_servers: str | None = None
     # "embedded": chdb inside each streamsift run's process (driver-side inserts); "server":
     # each streamsift run starts a chdb-backed ClickHouse HTTP endpoint as its own process on
@@ -329,6 +330,7 @@ class Bench:
             "window": self.opts.window,
             "max_rows_per_batch": self.opts.max_rows_per_batch,
             "max_delay": self.opts.max_delay,
+            "state_store": self.opts.state_store,
             "truth": getattr(self, "truth", None),
             "truth_path": str(getattr(self, "truth_path", "")),
             "work_dir": str(d / "data"),

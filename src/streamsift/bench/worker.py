@@ -77,6 +77,7 @@ def pipeline_doc(spec: dict[str, Any], server_port: int | None = None) -> dict[s
         "runtime": {
             "checkpoint_dir": str(work / "checkpoint"),
             "max_rows_per_batch": spec.get("max_rows_per_batch"),
+            "state_store": spec.get("state_store", "rocksdb"),
         },
     }
     if spec.get("consumer_group"):

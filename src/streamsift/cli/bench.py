@@ -96,6 +96,12 @@ def register(subparsers: Any) -> None:
         default="1s",
         help="streamsift's sink.max_delay_time (the trigger interval of the live runs; default 1s)",
     )
+    p.add_argument(
+        "--state-store",
+        choices=["rocksdb", "memory"],
+        default="rocksdb",
+        help="streamsift's runtime.state_store: where Spark keeps the join's state",
+    )
     p.add_argument("--bootstrap-servers", help="use this Kafka instead of the bundled broker")
     p.add_argument(
         "--clickhouse",
@@ -160,6 +166,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         step_seconds=args.duration,
         max_rows_per_batch=args.max_rows_per_batch,
         max_delay=format_duration(max_delay),
+        state_store=args.state_store,
         bootstrap_servers=args.bootstrap_servers,
         clickhouse=args.clickhouse,
         keep_work=args.keep_work,

@@ -499,11 +499,20 @@ class Dlq(_Model):
         return v
 
 
+class StateStore(str, Enum):
+    """Where Spark keeps a join's state (dedup keeps its own, in RocksDB, either way)."""
+
+    ROCKSDB = "rocksdb"  # on local disk: any window, any rate
+    MEMORY = "memory"  # on the JVM heap: faster, for short join windows
+
+
 class Runtime(_Model):
-    """Where the pipeline keeps its checkpoint and how big its micro-batches may get."""
+    """Where the pipeline keeps its checkpoint, how big its micro-batches may get, and where
+    the join's state lives (fixed when the checkpoint is created)."""
 
     checkpoint_dir: Path | None = None
     max_rows_per_batch: int | None = Field(default=None, gt=0)
+    state_store: StateStore = StateStore.ROCKSDB
 
 
 # ---------------------------------------------------------------------------- join

@@ -31,7 +31,7 @@ from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchCounts, BatchWri
 from streamsift.runtime.errors import PipelineFailed
 from streamsift.runtime.progress import RunStats
 from streamsift.runtime.query import build_stream, source_name
-from streamsift.runtime.session import spark_session
+from streamsift.runtime.session import STATE_STORE_CONF, STATE_STORE_PROVIDERS, spark_session
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import describe
 from streamsift.sinks.clickhouse.ddl import create_table_sql, quote
@@ -102,6 +102,9 @@ class PipelineRunner:
 
     def _build_query(self, until_caught_up: bool) -> Any:
         spark = spark_session(f"streamsift-{self.pipeline.name}", verbose=self.verbose)
+        # set for every query: one session may run pipelines with different choices
+        state_store = self.pipeline.runtime.state_store.value
+        spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[state_store])
         new_query = not (self.checkpoint / "spark" / "offsets").exists()
         plan = build_stream(spark, self.pipeline, self.checkpoint, new_query)
         self.stats.initial_offsets = plan.initial_offsets

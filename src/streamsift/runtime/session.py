@@ -19,6 +19,13 @@ MIN_JAVA = 17
 # the JVM's CPU before the first micro-batch halved, 16 -> 8 CPU-s, with the same steady-state
 # CPU per event). STREAMSIFT_JAVA_OPTIONS is appended, so "-XX:TieredStopAtLevel=4" undoes it.
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
+# `runtime.state_store` -> Spark's provider. Spark writes the provider into the checkpoint's
+# offset log and uses that one when a query resumes, so a checkpoint keeps its first choice.
+STATE_STORE_PROVIDERS = {
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "memory": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+}
 
 
 def check_prerequisites() -> None:
@@ -91,10 +98,7 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
-        .config(
-            "spark.sql.streaming.stateStore.providerClass",
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        )
+        .config(STATE_STORE_CONF, STATE_STORE_PROVIDERS["rocksdb"])
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.driver.maxResultSize", "2g")
         .config("spark.python.worker.reuse", "true")
