@@ -618,3 +618,10 @@ def test_field_to_column_compatibility(field: FieldType, column: str, ok: bool) 
         assert problem is not None and problem.startswith(
             f"a {field.value} field cannot be written to a {column} column"
         )
+
+
+def test_every_state_store_has_a_spark_provider() -> None:
+    from streamsift.config.models import StateStore
+    from streamsift.runtime.session import STATE_STORE_PROVIDERS
+
+    assert set(STATE_STORE_PROVIDERS) == set(StateStore)

@@ -103,8 +103,7 @@ class PipelineRunner:
     def _build_query(self, until_caught_up: bool) -> Any:
         spark = spark_session(f"streamsift-{self.pipeline.name}", verbose=self.verbose)
         # set for every query: one session may run pipelines with different choices
-        state_store = self.pipeline.runtime.state_store.value
-        spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[state_store])
+        spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[self.pipeline.runtime.state_store])
         new_query = not (self.checkpoint / "spark" / "offsets").exists()
         plan = build_stream(spark, self.pipeline, self.checkpoint, new_query)
         self.stats.initial_offsets = plan.initial_offsets

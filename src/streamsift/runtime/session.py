@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from streamsift.config.models import StateStore
 from streamsift.runtime.bytecode import ensure_worker_bytecode
 from streamsift.runtime.errors import RuntimeConfigError
 
@@ -23,8 +24,8 @@ STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 # `runtime.state_store` -> Spark's provider. Spark writes the provider into the checkpoint's
 # offset log and uses that one when a query resumes, so a checkpoint keeps its first choice.
 STATE_STORE_PROVIDERS = {
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-    "memory": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    StateStore.ROCKSDB: "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    StateStore.MEMORY: "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
 }
 
 
@@ -98,7 +99,7 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
-        .config(STATE_STORE_CONF, STATE_STORE_PROVIDERS["rocksdb"])
+        .config(STATE_STORE_CONF, STATE_STORE_PROVIDERS[StateStore.ROCKSDB])
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.driver.maxResultSize", "2g")
         .config("spark.python.worker.reuse", "true")
