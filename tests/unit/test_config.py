@@ -173,12 +173,13 @@ INVALID = [
     (
         "sink.mapping[0].type",
         "Nullable(String",
-        "sink.mapping[0].type: unexpected end of ClickHouse type",
+        "sink.mapping[0].type: unexpected end of ClickHouse type 'Nullable(String'",
     ),
     (
         "sink.mapping[0].type",
-        "Decimal(10)",
-        "sink.mapping[0].type: Decimal takes precision and scale: Decimal(18, 4), got Decimal(10)",
+        "Decimal(10, 2, 1)",
+        "sink.mapping[0].type: Decimal takes precision and scale: Decimal(18, 4), "
+        "got Decimal(10, 2, 1)",
     ),
     (
         "sink.mapping[0].type",
@@ -187,8 +188,8 @@ INVALID = [
     ),
     (
         "sink.mapping[0].type",
-        "String(5)",
-        "sink.mapping[0].type: ClickHouse type 'String' takes no arguments",
+        "Bool(1)",
+        "sink.mapping[0].type: ClickHouse type 'Bool' takes no arguments, got Bool(...)",
     ),
     (
         "sink.mapping[0].type",
@@ -544,14 +545,14 @@ def test_parse_clickhouse_type_structure() -> None:
     ("text", "message"),
     [
         ("string", "unknown ClickHouse type 'string'"),
-        ("Varchar", "unknown ClickHouse type 'Varchar'"),
-        ("Int32(4)", "ClickHouse type 'Int32' takes no arguments"),
+        ("Varchr", "unknown ClickHouse type 'Varchr'"),
+        ("UUID(4)", "ClickHouse type 'UUID' takes no arguments"),
         ("Array(String", "unexpected end of ClickHouse type"),
         ("Array(String))", "unexpected text after ClickHouse type"),
         ("Array(String, Int8)", r"Array takes 1 type argument\(s\)"),
-        ("Nullable()", "expected a type name"),
+        ("Nullable()", r"Nullable takes 1 type argument\(s\)"),
         ("FixedString(String)", "FixedString takes a length"),
-        ("DateTime64()", "expected a type name"),
+        ("DateTime64(,)", "expected a type name"),
         ("DateTime64(3, 'UTC', 1)", "bad arguments for DateTime64"),
         ("Decimal32(1, 2)", "Decimal32 takes a scale"),
         ("String;DROP", "cannot read ClickHouse type"),

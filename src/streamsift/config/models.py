@@ -9,9 +9,11 @@ a dead-letter table (`dlq`). See docs/configuration.md for every field and its d
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -72,6 +74,9 @@ def _check_window(v: timedelta) -> timedelta:
 # A dedup or join window: a positive duration of at most 7 days (GlassFlow's limit).
 Window = Annotated[Duration, AfterValidator(_check_window)]
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Kafka's own rule for topic names (kafka.common.internals.Topic).
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+MAX_TOPIC_LENGTH = 249
 _FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*$")
 
 
@@ -135,6 +140,30 @@ class KafkaSecurity(_Model):
         return props
 
 
+def shorten(text: str, limit: int = 60) -> str:
+    """`text` for an error message: a long value is cut, with its length said."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
+def check_topic_name(name: str) -> str:
+    """Kafka's topic-name rules, so a bad name fails at validate, not at the broker."""
+    if len(name) > MAX_TOPIC_LENGTH:
+        raise ValueError(
+            f"topic name {shorten(name)} is longer than Kafka's {MAX_TOPIC_LENGTH} characters"
+        )
+    if name in (".", ".."):
+        raise ValueError(f"{name!r} is not a valid Kafka topic name")
+    if not _TOPIC_NAME.match(name):
+        bad = sorted({c for c in name if not _TOPIC_NAME.match(c)})
+        raise ValueError(
+            f"topic name {shorten(name)} has characters Kafka does not allow "
+            f"({''.join(bad)!r}): use letters, digits, '.', '_' and '-'"
+        )
+    return name
+
+
 class SchemaField(_Model):
     """One payload field: a dot path into the JSON (`user.id`) and its type."""
 
@@ -146,7 +175,7 @@ class SchemaField(_Model):
     def _name(cls, v: str) -> str:
         if not _FIELD_PATH.match(v):
             raise ValueError(
-                f"{v!r} is not a field path: use names of letters, digits and _ joined by dots, e.g. user.id"
+                f"{shorten(v)} is not a field path: use names of letters, digits and _ joined by dots, e.g. user.id"
             )
         return v
 
@@ -162,12 +191,13 @@ class Schema(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> Schema:
-        names = [f.name for f in self.fields]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        # linear in the number of fields: documents with thousands of fields are real
+        names = Counter(f.name for f in self.fields)
+        dupes = sorted(n for n, count in names.items() if count > 1)
         if dupes:
             raise ValueError(f"field names must be unique; repeated: {', '.join(dupes)}")
-        columns = [f.column for f in self.fields]
-        clash = sorted({c for c in columns if columns.count(c) > 1})
+        columns = Counter(f.column for f in self.fields)
+        clash = sorted(c for c, count in columns.items() if count > 1)
         if clash:
             raise ValueError(f"fields collide once dots become '__': {', '.join(clash)}")
         for f in self.fields:
@@ -177,9 +207,11 @@ class Schema(_Model):
                     "the Kafka metadata is available as _kafka.topic, _kafka.partition, "
                     "_kafka.offset and _kafka.timestamp"
                 )
-        for path in names:
-            for other in names:
-                if other.startswith(path + "."):
+        for other in names:
+            parts = other.split(".")
+            for depth in range(1, len(parts)):
+                path = ".".join(parts[:depth])
+                if path in names:
                     raise ValueError(
                         f"field {path!r} is an object holding field {other!r}; declare only one"
                     )
@@ -197,7 +229,11 @@ class Schema(_Model):
         return self
 
     def field(self, name: str) -> SchemaField | None:
-        return next((f for f in self.fields if f.name == name), None)
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, SchemaField]:
+        return {f.name: f for f in self.fields}
 
 
 class StartFrom(str, Enum):
@@ -233,6 +269,11 @@ class KafkaSource(_Model):
                     raise ValueError(f"{h!r} is not host:port")
             return ",".join(hosts)
         return v
+
+    @field_validator("topic")
+    @classmethod
+    def _topic(cls, v: str) -> str:
+        return check_topic_name(v)
 
     @field_validator("properties")
     @classmethod
@@ -320,7 +361,7 @@ class Transform(_Model):
     def _name(cls, v: str) -> str:
         if not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", v):
             raise ValueError(
-                f"{v!r} is not a field name: start with a letter; letters, digits and _"
+                f"{shorten(v)} is not a field name: start with a letter; letters, digits and _"
             )
         return v
 
@@ -402,7 +443,7 @@ class ColumnMapping(_Model):
     @classmethod
     def _column(cls, v: str) -> str:
         if not _IDENTIFIER.match(v):
-            raise ValueError(f"{v!r} is not a plain column name (letters, digits, _)")
+            raise ValueError(f"{shorten(v)} is not a plain column name (letters, digits, _)")
         return v
 
     @field_validator("type")
@@ -466,7 +507,7 @@ class ClickHouseSink(_Model):
     @classmethod
     def _table(cls, v: str) -> str:
         if not _IDENTIFIER.match(v):
-            raise ValueError(f"{v!r} is not a plain table name (letters, digits, _)")
+            raise ValueError(f"{shorten(v)} is not a plain table name (letters, digits, _)")
         return v
 
     @field_validator("order_by", mode="before")
@@ -476,8 +517,8 @@ class ClickHouseSink(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> ClickHouseSink:
-        columns = [m.column for m in self.mapping]
-        dupes = sorted({c for c in columns if columns.count(c) > 1})
+        columns = Counter(m.column for m in self.mapping)
+        dupes = sorted(c for c, count in columns.items() if count > 1)
         if dupes:
             raise ValueError(f"mapping writes column(s) {', '.join(dupes)} more than once")
         for col in self.order_by or ():
@@ -495,7 +536,7 @@ class Dlq(_Model):
     @classmethod
     def _table(cls, v: str | None) -> str | None:
         if v is not None and not _IDENTIFIER.match(v):
-            raise ValueError(f"{v!r} is not a plain table name")
+            raise ValueError(f"{shorten(v)} is not a plain table name")
         return v
 
 
@@ -559,7 +600,7 @@ class JoinOutput(_Model):
     @classmethod
     def _as(cls, v: str | None) -> str | None:
         if v is not None and not _FIELD_PATH.match(v):
-            raise ValueError(f"{v!r} is not a field name (letters, digits and _, dots for paths)")
+            raise ValueError(f"{shorten(v)} is not a field name (letters, digits and _, dots for paths)")
         return v
 
     @property
@@ -634,7 +675,7 @@ class Pipeline(_Model):
     @classmethod
     def _name(cls, v: str) -> str:
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,99}$", v):
-            raise ValueError(f"{v!r} is not a pipeline name: letters, digits, _ and -, at most 100")
+            raise ValueError(f"{shorten(v)} is not a pipeline name: letters, digits, _ and -, at most 100")
         return v
 
     @model_validator(mode="after")
