@@ -39,6 +39,8 @@ def test_demo_json_reports_matching_counts(tmp_path):
     assert report["rows_in_clickhouse"] == 2250
     assert report["duplicates_dropped"] == 750
     assert report["dlq"] == 0
+    # the JVM's own start-up notice is not the user's business
+    assert "Using incubator modules" not in proc.stderr, proc.stderr
 
 
 def test_validate_ok_and_errors(tmp_path):

@@ -61,7 +61,9 @@ def test_oversized_document_is_refused_with_the_limit(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     with pytest.raises(ConfigError) as err:
         load_pipeline(path)
-    assert err.value.problems == ["the file is larger than 4 MiB, the limit for a pipeline document"]
+    assert err.value.problems == [
+        "the file is larger than 4 MiB, the limit for a pipeline document"
+    ]
 
 
 def test_document_that_is_not_utf8_says_so(tmp_path: Path) -> None:

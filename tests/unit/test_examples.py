@@ -36,3 +36,25 @@ def test_users_dedup_example() -> None:
     assert p.sink.clickhouse.path == Path(".streamsift/clickhouse")
     assert p.sink.create_table is True
     assert {m.field for m in p.sink.mapping} >= {"user.id", "user.name", "user.email", "tags"}
+
+
+def test_configuration_doc_shows_the_example_as_it_is() -> None:
+    doc = (EXAMPLES.parents[1] / "docs" / "configuration.md").read_text()
+    marker = "`examples/pipelines/users-dedup.yaml`:\n\n```yaml\n"
+    shown = doc[doc.index(marker) + len(marker) :].split("```\n", 1)[0]
+    assert shown == (EXAMPLES / "users-dedup.yaml").read_text()
+
+
+def test_readme_demo_output_is_what_the_default_demo_prints() -> None:
+    from streamsift.cli.main import build_parser
+
+    readme = (EXAMPLES.parents[1] / "README.md").read_text()
+    demo = build_parser().parse_args(["demo"])
+    events, duplicates = demo.events, round(demo.events * demo.duplicates)
+    assert (
+        f"produces {events:,} events, {demo.duplicates:.0%} of them re-sends of {demo.keys:,}"
+        in readme
+    )
+    assert f"  produced {events:>24,}" in readme
+    assert f"  expected unique {events - duplicates:>17,}" in readme
+    assert f"  duplicates dropped {duplicates:>14,}" in readme

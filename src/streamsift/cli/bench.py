@@ -82,12 +82,14 @@ def register(subparsers: Any) -> None:
         "event at tl when tl - 60s <= tr <= tl + 30s)",
     )
     p.add_argument("--soak-rate", type=int, default=10_500, help="events/s of the soak")
-    p.add_argument("--soak-seconds", type=float, default=600.0)
+    p.add_argument(
+        "--soak-seconds", type=float, default=600.0, help="how long the memory soak runs"
+    )
     p.add_argument("--soak-window", default="7d", help="dedup window of the soak")
-    p.add_argument("--partitions", type=int, default=3)
-    p.add_argument("--duplicates", type=float, default=0.2)
-    p.add_argument("--payload-bytes", type=int, default=1024)
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--partitions", type=int, default=3, help="partitions of the bench topics")
+    p.add_argument("--duplicates", type=float, default=0.2, help="share of re-sends")
+    p.add_argument("--payload-bytes", type=int, default=1024, help="pad events to this size")
+    p.add_argument("--seed", type=int, default=7, help="same seed, same events")
     p.add_argument(
         "--max-rows-per-batch", type=int, default=None, help="streamsift's admission limit"
     )
@@ -112,7 +114,7 @@ def register(subparsers: Any) -> None:
         "process (server, executor-side inserts); baselines stay embedded",
     )
     p.add_argument("--keep-work", action="store_true", help="keep chdb dirs and checkpoints")
-    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--note", default="", help="a remark printed in the report")
     p.set_defaults(func=cmd_bench, logs=False)
 

@@ -30,8 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--events", type=int, default=60_000, help="events (dedup) or order messages (join)"
     )
     p.add_argument("--users", type=int, default=1_000, help="users with profiles (join)")
-    p.add_argument("--kills", type=int, default=20)
-    p.add_argument("--mode", choices=["embedded", "server"], default="embedded")
+    p.add_argument("--kills", type=int, default=20, help="how many times to kill -9 the run")
+    p.add_argument(
+        "--mode",
+        choices=["embedded", "server"],
+        default="embedded",
+        help="embedded ClickHouse, or a ClickHouse HTTP server process",
+    )
     p.add_argument("--min-up", type=float, default=4.0, help="shortest run before a kill, seconds")
     p.add_argument("--max-up", type=float, default=25.0, help="longest run before a kill, seconds")
     p.add_argument(
@@ -41,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="count the time before each kill from the process start (default) or from the "
         "moment the run works on a micro-batch (kills land in batches however slow start-up is)",
     )
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="same seed, same events and kills")
     p.add_argument(
         "--work-dir",
         type=Path,
@@ -49,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="an empty directory for the run's files (pipeline file, checkpoint, ClickHouse "
         "data, each run's log), kept afterwards (default: a temporary one, removed)",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
 
 

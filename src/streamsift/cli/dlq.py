@@ -39,7 +39,9 @@ def register(subparsers: Any) -> None:
     )
     sub = p.add_subparsers(dest="dlq_command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("file", type=Path, metavar="PIPELINE_FILE")
+    common.add_argument(
+        "file", type=Path, metavar="PIPELINE_FILE", help="the pipeline whose dead letters to use"
+    )
     common.add_argument("--verbose", action="store_true", help="debug logging")
 
     s = sub.add_parser(

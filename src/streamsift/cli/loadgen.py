@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
             "the truth of an inner join with dedup on both sides."
         ),
     )
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic to produce to")
     p.add_argument("--events", type=int, required=True, help="how many messages to send")
     p.add_argument("--rps", type=float, default=0, help="target events/s (0: as fast as possible)")
     p.add_argument("--duplicates", type=float, default=0.2, help="share of re-sends (0..0.9)")

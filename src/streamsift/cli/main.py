@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from streamsift import __version__
 from streamsift.cli import bench, chaos, dlq, loadgen
@@ -15,6 +16,12 @@ from streamsift.config import ConfigError, format_duration, load_pipeline, read_
 from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
 from streamsift.sinks.errors import SinkError
 from streamsift.sources.errors import SourceError
+
+if TYPE_CHECKING:  # the parser is built without pydantic: `--help` stays quick
+    from streamsift.config.models import Dedup, Pipeline
+
+PIPELINE_FILE_HELP = "pipeline file: streamsift YAML/JSON, or GlassFlow pipeline JSON (v1-v3)"
+DUPLICATES_RANGE = "from 0 up to, not including, 1"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,11 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("validate", help="check a pipeline file and print 'ok' or its errors")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help=PIPELINE_FILE_HELP)
     p.set_defaults(func=cmd_validate, logs=False)
 
     p = sub.add_parser("run", help="run a pipeline until Ctrl-C/SIGTERM (or until caught up)")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help=PIPELINE_FILE_HELP)
     p.add_argument(
         "--until-caught-up", action="store_true", help="process what is in the topic now, then exit"
     )
@@ -46,15 +53,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "demo", help="run a dedup pipeline on the bundled broker and embedded ClickHouse"
     )
-    p.add_argument("--events", type=int, default=10_000)
+    p.add_argument("--events", type=int, default=10_000, help="how many events to produce")
     p.add_argument(
-        "--duplicates", type=float, default=0.2, help="share of events that are re-sends (0..0.9)"
+        "--duplicates",
+        type=float,
+        default=0.2,
+        help=f"share of events that are re-sends ({DUPLICATES_RANGE}, default 0.2)",
     )
     p.add_argument(
         "--keys", type=int, default=1_000, help="how many distinct ids the duplicates repeat"
     )
-    p.add_argument("--partitions", type=int, default=3)
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--partitions", type=int, default=3, help="partitions of the demo topic")
+    p.add_argument("--seed", type=int, default=7, help="same seed, same events")
     p.add_argument(
         "--data-dir",
         type=Path,
@@ -62,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the demo's data here (default: a temp dir)",
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--verbose", action="store_true", help="show Spark's own log")
     p.add_argument(
         "--join",
         action="store_true",
@@ -75,8 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("import", help="convert another tool's pipeline file to streamsift's format")
-    p.add_argument("format", choices=["glassflow"])
-    p.add_argument("file", type=Path)
+    p.add_argument("format", choices=["glassflow"], help="the other tool's format")
+    p.add_argument("file", type=Path, help="the pipeline file to convert (JSON)")
     p.add_argument("-o", "--output", type=Path, help="write the YAML here instead of stdout")
     p.set_defaults(func=cmd_import, logs=False)
 
@@ -111,13 +121,32 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.file)
-    dedup = (
-        f", dedup on {'+'.join(pipeline.dedup.key)} within {format_duration(pipeline.dedup.time_window)}"
-        if pipeline.dedup
-        else ""
-    )
-    print(f"ok: {pipeline.name}: {pipeline.source.topic} -> {pipeline.sink.table}{dedup}")
+    print(f"ok: {pipeline.name}: {summary(pipeline)}")
     return 0
+
+
+def summary(pipeline: Pipeline) -> str:
+    """What a pipeline reads, dedups and joins, and where it writes, in one line."""
+    from streamsift.config.models import JoinSource
+
+    def dedup(d: Dedup) -> str:
+        return f"dedup on {'+'.join(d.key)} within {format_duration(d.time_window)}"
+
+    join = pipeline.join
+    if join is None:
+        return f"{pipeline.source.topic} -> {pipeline.sink.table}" + (
+            f", {dedup(pipeline.dedup)}" if pipeline.dedup else ""
+        )
+    by_id = {s.id: s for s in pipeline.inputs}
+    left, right = (by_id[side.source] for side in (join.left, join.right))
+    sides = [
+        s.topic + (f" ({dedup(s.dedup)})" if isinstance(s, JoinSource) and s.dedup else "")
+        for s in (left, right)
+    ]
+    return (
+        f"{sides[0]} {join.type.value} join {sides[1]} on "
+        f"{'+'.join(join.left.key)} = {'+'.join(join.right.key)} -> {pipeline.sink.table}"
+    )
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -180,7 +209,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from streamsift.cli.demo import DemoOptions, print_report, run_demo
 
     if not 0 <= args.duplicates < 1:
-        return fail("--duplicates must be a share between 0 and 1, e.g. 0.2", code=2)
+        return fail(f"--duplicates must be a share {DUPLICATES_RANGE}, e.g. 0.2", code=2)
     if args.events <= 0 or args.partitions <= 0:
         return fail("--events and --partitions must be positive", code=2)
     if not args.json:

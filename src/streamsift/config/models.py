@@ -600,7 +600,9 @@ class JoinOutput(_Model):
     @classmethod
     def _as(cls, v: str | None) -> str | None:
         if v is not None and not _FIELD_PATH.match(v):
-            raise ValueError(f"{shorten(v)} is not a field name (letters, digits and _, dots for paths)")
+            raise ValueError(
+                f"{shorten(v)} is not a field name (letters, digits and _, dots for paths)"
+            )
         return v
 
     @property
@@ -675,7 +677,9 @@ class Pipeline(_Model):
     @classmethod
     def _name(cls, v: str) -> str:
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,99}$", v):
-            raise ValueError(f"{shorten(v)} is not a pipeline name: letters, digits, _ and -, at most 100")
+            raise ValueError(
+                f"{shorten(v)} is not a pipeline name: letters, digits, _ and -, at most 100"
+            )
         return v
 
     @model_validator(mode="after")

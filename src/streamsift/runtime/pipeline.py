@@ -190,7 +190,7 @@ class PipelineRunner:
                     ),
                     BatchCounts(),
                 )
-        self.stats.add_written(counts.written, counts.dlq, counts.late)
+        self.stats.add_written(counts.written, counts.dlq, counts.late, batch_id)
 
     @contextlib.contextmanager
     def _status_of_executor_inserts(self) -> Iterator[None]:

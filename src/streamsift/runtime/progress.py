@@ -26,17 +26,27 @@ class RunStats:
     _base: dict[str, int] = field(default_factory=dict, repr=False)
     _ends: dict[str, int] = field(default_factory=dict, repr=False)
     _seen_batches: set[int] = field(default_factory=set, repr=False)
+    # a batch's sink counts, held until Spark reports the batch (so `written` never runs
+    # ahead of `read`: Spark reports a batch only after the sink returned and it committed)
+    _unreported: dict[int, tuple[int, int, int]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def duplicates(self) -> int:
         return max(0, self.read - self.rows_in)
 
-    def add_written(self, rows: int, dlq: int, late: int) -> None:
+    def add_written(self, rows: int, dlq: int, late: int, batch: int | None = None) -> None:
+        """Count what the sink wrote; with `batch`, once Spark has reported that batch."""
         with self._lock:
-            self.written += rows
-            self.dlq += dlq
-            self.late += late
+            if batch is not None and batch not in self._seen_batches:
+                self._unreported[batch] = (rows, dlq, late)  # a re-run batch replaces its try
+                return
+            self._count(rows, dlq, late)
+
+    def _count(self, rows: int, dlq: int, late: int) -> None:
+        self.written += rows
+        self.dlq += dlq
+        self.late += late
 
     def ingest(self, progress: Any) -> None:
         """Fold one StreamingQueryProgress (or its dict) into the totals, once per batch."""
@@ -57,6 +67,7 @@ class RunStats:
             ):
                 return
             self._seen_batches.add(batch)
+            self._count(*self._unreported.pop(batch, (0, 0, 0)))
             rows = int(p.get("numInputRows") or 0)
             for src in sources:
                 # Counted from where this run started to the furthest end seen, so a report

@@ -14,6 +14,7 @@ from typing import Any
 from streamsift.config.models import StateStore
 from streamsift.runtime.bytecode import ensure_worker_bytecode
 from streamsift.runtime.errors import RuntimeConfigError
+from streamsift.runtime.jvm_output import filtered_stderr_for_children
 
 MIN_JAVA = 17
 # C1 only: Spark's JIT warm-up costs as much CPU as the data at the start of a run (measured:
@@ -108,6 +109,7 @@ def spark_session(
         .config("spark.ui.retainedStages", "100")
         .config("spark.sql.ui.retainedExecutions", "50")
     )
-    spark = builder.getOrCreate()
+    with filtered_stderr_for_children():  # the JVM starts here, if it is not running yet
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if verbose else "OFF")
     return spark

@@ -1,0 +1,42 @@
+"""The run's counters: `written` never runs ahead of `read`, also after a resume."""
+
+from __future__ import annotations
+
+from streamsift.runtime.progress import RunStats
+
+
+def progress(batch: int, start: dict | None, end: dict, rows: int) -> dict:
+    return {
+        "batchId": batch,
+        "numInputRows": rows,
+        "batchDuration": 100,
+        "sources": [{"startOffset": start, "endOffset": end, "latestOffset": end}],
+    }
+
+
+def test_sink_counts_wait_for_spark_to_report_their_batch() -> None:
+    # a resumed run: its first batch re-runs offsets 100..600 planned before a crash
+    stats = RunStats(initial_offsets={"t/0": 100})
+    stats.add_written(500, 0, 0, batch=7)  # foreachBatch returns before Spark reports batch 7
+    assert (stats.read, stats.written) == (0, 0)
+    stats.ingest(progress(7, {"t/0": 100}, {"t/0": 600}, 500))
+    assert (stats.read, stats.written) == (500, 500)
+    stats.add_written(90, 10, 3, batch=8)
+    assert stats.written <= stats.read
+    stats.ingest(progress(8, {"t/0": 600}, {"t/0": 700}, 100))
+    assert (stats.read, stats.written, stats.dlq, stats.late) == (600, 590, 10, 3)
+
+
+def test_a_batch_retried_inside_the_run_is_counted_once() -> None:
+    stats = RunStats()
+    stats.add_written(40, 0, 0, batch=3)  # the first try failed after the insert
+    stats.add_written(50, 0, 0, batch=3)  # the retry is what Spark commits
+    stats.ingest(progress(3, {"t/0": 0}, {"t/0": 50}, 50))
+    stats.ingest(progress(3, {"t/0": 0}, {"t/0": 50}, 50))  # restated by a later report
+    assert (stats.read, stats.written) == (50, 50)
+
+
+def test_counts_without_a_batch_are_counted_at_once() -> None:
+    stats = RunStats()
+    stats.add_written(5, 1, 0)
+    assert (stats.written, stats.dlq) == (5, 1)
