@@ -1,0 +1,187 @@
+"""A GlassFlow Kafka source read as our `source`: brokers, topic, start offset and security."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamsift.config.glassflow.reader import Reader, blank
+from streamsift.config.glassflow.values import decode_pem
+
+_SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_NO_MECHANISM = ("", "NO_AUTH", "NONE")
+_CLIENT_CERTIFICATE_KEYS = ("client_cert", "client_key", "tls_cert", "tls_key")
+
+
+def refuse_source_kind(kind_value: object, path: str) -> list[str]:
+    """The refusal of an OTLP source (`type: otlp.*`), if it is one."""
+    kind = str(kind_value or "kafka").strip().lower()
+    if not kind.startswith("otlp"):
+        return []
+    return [
+        f"{path}.type: OTLP sources ({kind}) are not supported yet; "
+        "streamsift reads JSON messages from a Kafka topic"
+    ]
+
+
+def refuse_source_extras(src: dict[str, Any], path: str) -> list[str]:
+    """The refusals of a Schema Registry and of message formats other than JSON."""
+    refused = []
+    if src.get("schema_registry") not in (None, {}, ""):
+        refused.append(
+            f"{path}.schema_registry: Schema Registry is not supported yet; "
+            "streamsift reads plain JSON messages"
+        )
+    fmt = src.get("format")
+    if fmt not in (None, "") and str(fmt).strip().lower() != "json":
+        refused.append(f"{path}.format: {fmt!r} messages are not supported yet; only JSON")
+    return refused
+
+
+def kafka_source(
+    r: Reader,
+    conn: dict[str, Any] | None,
+    conn_path: str,
+    holder: dict[str, Any],
+    holder_path: str,
+    topic_key: str,
+    source_name: str | None,
+) -> dict[str, Any]:
+    """Our `source` (without schema) from a connection object and a topic holder."""
+    source: dict[str, Any] = {}
+    if source_name:
+        source["name"] = source_name
+    r.origin("source", holder_path)
+    r.origin("source.name", f"{holder_path}.source_id")
+    if conn is not None:
+        brokers = read_brokers(r, conn, f"{conn_path}.brokers")
+        if brokers:
+            source["bootstrap_servers"] = brokers
+    r.origin("source.bootstrap_servers", f"{conn_path}.brokers")
+    topic = r.text(
+        holder, topic_key, f"{holder_path}.{topic_key}", empty="kafka topic cannot be empty"
+    )
+    if topic is not None:
+        source["topic"] = topic
+    r.origin("source.topic", f"{holder_path}.{topic_key}")
+    offset_path = f"{holder_path}.consumer_group_initial_offset"
+    offset = r.text(holder, "consumer_group_initial_offset", offset_path)
+    r.origin("source.start_from", offset_path)
+    if offset is not None:
+        if offset.lower() not in ("earliest", "latest"):
+            r.problem(
+                offset_path,
+                "invalid consumer_group_initial_offset; allowed values: earliest or latest",
+            )
+        else:
+            source["start_from"] = offset.lower()
+    else:
+        source["start_from"] = "earliest"
+    if conn is not None:
+        security, properties = read_security(r, conn, conn_path)
+        if security:
+            source["security"] = security
+        if properties:
+            source["properties"] = properties
+    r.origin("source.security", conn_path)
+    r.origin("source.properties", conn_path)
+    return source
+
+
+def read_brokers(r: Reader, conn: dict[str, Any], path: str) -> str | None:
+    """`brokers` (a list, or a comma-separated string) as our `bootstrap_servers`."""
+    value = conn.get("brokers")
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not value:
+        r.problem(path, "must have at least one kafka server")
+        return None
+    servers = []
+    for i, server in enumerate(value):
+        if not isinstance(server, str) or not server.strip():
+            r.problem(f"{path}[{i}]", "kafka server cannot be empty")
+            continue
+        host, _, port = server.strip().rpartition(":")
+        if not host or not port.isdigit():
+            r.problem(f"{path}[{i}]", f"{server!r} is not host:port")
+            continue
+        servers.append(server.strip())
+    return ",".join(servers) if servers else None
+
+
+def read_security(
+    r: Reader, conn: dict[str, Any], path: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Our `source.security` and librdkafka `properties` from GlassFlow's connection_params."""
+    protocol = r.text(conn, "protocol", f"{path}.protocol") or "PLAINTEXT"
+    if protocol not in _PROTOCOLS:
+        r.problem(
+            f"{path}.protocol",
+            f"unsupported protocol {protocol!r}; allowed: {', '.join(_PROTOCOLS)}",
+        )
+        return {}, {}
+    mechanism = (r.text(conn, "mechanism", f"{path}.mechanism") or "").upper()
+    skip_auth = r.flag(conn, "skip_auth", f"{path}.skip_auth")
+    security: dict[str, Any] = {}
+    if protocol != "PLAINTEXT":
+        security["protocol"] = protocol
+    if mechanism == "GSSAPI" or any(
+        not blank(conn.get(k)) for k in ("kerberos_service_name", "kerberos_keytab")
+    ):
+        r.problem(f"{path}.mechanism", "GSSAPI (Kerberos) authentication is not supported yet")
+    elif conn.get("iam_enable"):
+        r.problem(f"{path}.iam_enable", "AWS IAM authentication is not supported yet")
+    elif protocol in _SASL_PROTOCOLS:
+        security.update(read_sasl(r, conn, path, protocol, mechanism))
+    elif mechanism not in _NO_MECHANISM and not skip_auth:
+        r.problem(
+            f"{path}.mechanism",
+            f"mechanism {mechanism} needs protocol SASL_PLAINTEXT or SASL_SSL, got {protocol} "
+            "(or set skip_auth: true)",
+        )
+    if r.flag(conn, "skip_tls_verification", f"{path}.skip_tls_verification"):
+        security["skip_tls_verification"] = True
+    for key in _CLIENT_CERTIFICATE_KEYS:
+        if not blank(conn.get(key)):
+            r.problem(
+                f"{path}.{key}",
+                "client certificates (mutual TLS) are not imported: save the certificate and key "
+                "to files and set source.properties ssl.certificate.location and ssl.key.location",
+            )
+    properties: dict[str, str] = {}
+    root_ca = conn.get("root_ca")
+    if not blank(root_ca):
+        pem = r.parsed(root_ca, f"{path}.root_ca", decode_pem)
+        if pem is not None:
+            properties["ssl.ca.pem"] = pem
+            r.notes.append(
+                "the Kafka CA certificate (root_ca) is kept inline as the librdkafka property "
+                "source.properties.ssl.ca.pem; to use a file instead, delete it and set "
+                "source.security.ca_file"
+            )
+    return security, properties
+
+
+def read_sasl(
+    r: Reader, conn: dict[str, Any], path: str, protocol: str, mechanism: str
+) -> dict[str, Any]:
+    """The SASL mechanism, username and password of a SASL_PLAINTEXT or SASL_SSL connection."""
+    security: dict[str, Any] = {}
+    if mechanism not in _MECHANISMS:
+        shown = mechanism or "none"
+        r.problem(
+            f"{path}.mechanism",
+            f"protocol {protocol} needs mechanism {', '.join(_MECHANISMS)}; got {shown}",
+        )
+    else:
+        security["mechanism"] = mechanism
+    username = r.text(conn, "username", f"{path}.username", empty="SASL username cannot be empty")
+    password = conn.get("password")
+    if not isinstance(password, str) or not password:
+        r.problem(f"{path}.password", "SASL password cannot be empty")
+    if username is not None:
+        security["username"] = username
+    if isinstance(password, str) and password:
+        security["password"] = password
+    return security

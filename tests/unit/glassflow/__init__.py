@@ -1,0 +1,1 @@
+"""Tests of the GlassFlow importer (streamsift.config.glassflow), one file a concern."""
