@@ -144,8 +144,8 @@ INVALID = [
     (
         "v3",
         "sink.mapping[0].column_type",
-        "Varchar",
-        "sink.mapping[0].column_type: unsupported ClickHouse column type 'Varchar': unknown ClickHouse type 'Varchar'",
+        "Varchr",
+        "sink.mapping[0].column_type: unsupported ClickHouse column type 'Varchr': unknown ClickHouse type 'Varchr'",
     ),
     (
         "v3",
