@@ -185,9 +185,32 @@ class SchemaField(_Model):
         return self.name.replace(".", "__").replace("-", "_")
 
 
+def _parse_future_skew(v: object) -> timedelta | None:
+    """`max_future_skew`: a duration of at most 7 days, or null to turn the check off."""
+    if v is None:
+        return None
+    skew = parse_duration(v)
+    if skew > MAX_DEDUP_WINDOW:
+        raise ValueError(
+            f"{format_duration(skew)} exceeds the 7d maximum (no dedup or join window is longer);"
+            " write null to turn the check off"
+        )
+    return skew
+
+
+# How far event time may run ahead of the Kafka timestamp (docs/semantics.md); None: no limit.
+FutureSkew = Annotated[
+    timedelta | None,
+    BeforeValidator(_parse_future_skew),
+    PlainSerializer(lambda v: None if v is None else format_duration(v)),
+]
+DEFAULT_MAX_FUTURE_SKEW = timedelta(minutes=5)
+
+
 class Schema(_Model):
     fields: tuple[SchemaField, ...] = Field(min_length=1)
     event_time: str | None = None
+    max_future_skew: FutureSkew = DEFAULT_MAX_FUTURE_SKEW
 
     @model_validator(mode="after")
     def _check(self) -> Schema:

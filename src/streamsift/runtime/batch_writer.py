@@ -23,6 +23,7 @@ from streamsift.config.models import Pipeline
 from streamsift.runtime.query import SORT_KEY as OUTPUT_SORT_KEY
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
+from streamsift.transforms.event_time import AHEAD_OF_KAFKA_TIMESTAMP, FUTURE_EVENT_TIME
 
 log = logging.getLogger("streamsift.runtime")
 
@@ -153,6 +154,8 @@ def error_class(message: str | None, stage: str | None = "parse") -> str:
         return f"{stage}_failed"
     if not message:
         return "unknown"
+    if AHEAD_OF_KAFKA_TIMESTAMP in message:
+        return FUTURE_EVENT_TIME
     if message.startswith(("malformed JSON", "payload is not valid")):
         return "malformed_json"
     if message.startswith(("payload must be", "empty payload")):

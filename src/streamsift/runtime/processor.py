@@ -1,8 +1,10 @@
 """What happens to a partition's raw messages on the executor: parse, check, dedup.
 
-The runtime hands this object to the Kafka source. Its output rows carry the typed fields
-plus metadata columns; rows whose `_error` is set are dead letters and pass dedup untouched,
-so the sink can route them to the DLQ in the same micro-batch (one query, one checkpoint).
+The checks: required fields are present, and the event time does not run too far ahead of
+the Kafka timestamp (transforms/event_time.py). The runtime hands this object to the Kafka
+source. Its output rows carry the typed fields plus metadata columns; rows whose `_error` is
+set are dead letters and pass dedup untouched, so the sink can route them to the DLQ in the
+same micro-batch (one query, one checkpoint).
 The raw payload and key travel only with dead letters, unless `keep_raw` asks for them on
 every row (a later filter or computed field may still send a row to the DLQ).
 """
@@ -35,6 +37,7 @@ from pyspark.sql.types import (
 from streamsift.config.types import FieldType
 from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
+from streamsift.transforms.event_time import future_event_time_errors
 from streamsift.transforms.parse import FieldSpec, JsonParser, require_present
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
@@ -78,6 +81,7 @@ class SourceProcessor:
     state_dir: str | None = None
     mode: str = "first"
     keep_raw: bool = False
+    max_future_skew_us: int | None = None  # None: event time may run ahead without limit
 
     @classmethod
     def build(
@@ -92,6 +96,7 @@ class SourceProcessor:
         specs = tuple(FieldSpec(f.name, f.column, f.type) for f in schema.fields)
         by_name = {s.path: s for s in specs}
         mode = dedup.mode.value if dedup else "first"
+        skew = schema.max_future_skew
         if dedup and state_dir and mode != "first":
             state_dir = state_dir.parent / f"{state_dir.name}-{mode}"
         return cls(
@@ -102,6 +107,7 @@ class SourceProcessor:
             state_dir=str(state_dir) if dedup and state_dir else None,
             mode=mode,
             keep_raw=keep_raw,
+            max_future_skew_us=None if skew is None else int(skew.total_seconds() * 1_000_000),
         )
 
     @property
@@ -132,11 +138,18 @@ class SourceProcessor:
         kafka_ts = kafka_ts.cast(pa.timestamp("us", tz="UTC"))
         event_time = self._event_time(table, kafka_ts)
         errors = result.errors
+        self._check_future_skew(event_time, records.timestamps_ms, errors)
 
         keep = [True] * n
         late = [False] * n
         if self.dedups:
             keep, late = self._dedup(records, table, event_time, errors)
+        # Dead letters carry no event time, so they never move the join's watermark.
+        event_time = pc.if_else(
+            pa.array([e is None for e in errors], pa.bool_()),
+            event_time,
+            pa.scalar(None, pa.timestamp("us", tz="UTC")),
+        )
 
         drop_raw = [e is None and not self.keep_raw for e in errors]
         columns = {name: table.column(name) for name in table.column_names}
@@ -173,6 +186,19 @@ class SourceProcessor:
             pc.multiply(pc.cast(col, pa.float64()), 1_000_000.0), pa.int64(), safe=False
         )
         return micros.cast(pa.timestamp("us", tz="UTC"))
+
+    def _check_future_skew(
+        self, event_time: pa.Array, kafka_ms: list[int], errors: list[str | None]
+    ) -> None:
+        """Flag records whose event time runs too far ahead of their Kafka timestamp."""
+        if self.event_time is None or self.max_future_skew_us is None:
+            return  # the Kafka timestamp is the event time: it cannot run ahead of itself
+        flagged = future_event_time_errors(
+            self.event_time.path, event_time, kafka_ms, self.max_future_skew_us
+        )
+        for i, reason in flagged.items():
+            if errors[i] is None:
+                errors[i] = reason
 
     def _dedup(
         self, records: KafkaRecords, table: pa.Table, event_time: pa.Array, errors: list[str | None]

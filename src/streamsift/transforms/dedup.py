@@ -6,6 +6,9 @@ kept; a later record with the same key is a duplicate when its event time lies w
 A record whose event time is more than one window older than the newest event time seen in
 its partition (before this batch) is *late*: it is kept (never lost), counted, and not
 compared, because the state it would be compared with may have been cleaned up.
+Records are vetted before they get here: one whose event time runs too far ahead of its Kafka
+timestamp is a dead letter (transforms/event_time.py), so one bad clock cannot make every
+later record of its partition late.
 
 Why not Spark's dropDuplicatesWithinWatermark: it drops every same-key record of a
 micro-batch whatever their times, keeps keys until the watermark passes first + delay
