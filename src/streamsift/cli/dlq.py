@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -19,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 from streamsift.cli.output import fail
 from streamsift.config import load_pipeline
 from streamsift.config.models import Pipeline
-from streamsift.sinks.errors import SinkError, SinkTransientError
 
 if TYPE_CHECKING:  # ClickHouse client and pyarrow load only when a dlq command runs
-    from streamsift.sinks.dlq_store import ClassCount, DeadLetter, DlqStore
+    from streamsift.runtime.dead_letters import DeadLetters, DlqTotals
+    from streamsift.sinks.dlq_store import ClassCount, DeadLetter
 
 SHOW_PAYLOAD_CHARS = 2000
-Command = Callable[[argparse.Namespace, Pipeline, "DlqStore"], int]
+Command = Callable[[argparse.Namespace, Pipeline, "DeadLetters"], int]
 
 
 def register(subparsers: Any) -> None:
@@ -98,39 +99,14 @@ def _positive(text: str) -> int:
 
 
 def _command(run: Command) -> Callable[[argparse.Namespace], int]:
-    """Load the pipeline, open its DLQ, and turn sink errors into one line plus a hint."""
+    """Load the pipeline and open its dead letters; errors reach `main` with their hints."""
 
     def func(args: argparse.Namespace) -> int:
-        from streamsift.runtime.replay import ReplayUnsupported
-        from streamsift.sinks.clickhouse import ClickHouseWriter
-        from streamsift.sinks.dlq_store import DlqMissing, DlqStore
-        from streamsift.sinks.retry import RetryPolicy
+        from streamsift.runtime.dead_letters import open_dead_letters
 
         pipeline = load_pipeline(args.file)
-        conn = pipeline.sink.clickhouse
-        writer = ClickHouseWriter(conn, retry=RetryPolicy(max_s=5.0, give_up_after_s=20.0))
-        store = DlqStore(writer, pipeline.dlq_table)
-        try:
-            store.open()
-            return run(args, pipeline, store)
-        except ReplayUnsupported as exc:
-            return fail(str(exc), exc.hint, code=2)
-        except DlqMissing as exc:
-            return fail(
-                f"{exc}: the pipeline has not written dead letters there yet",
-                f"run the pipeline first (streamsift run {args.file}), or check dlq.table",
-            )
-        except SinkTransientError as exc:
-            return fail(str(exc), f"is ClickHouse up? check sink.clickhouse in {args.file}")
-        except SinkError as exc:
-            if conn.embedded and "Unable to open the chdb engine" in str(exc):
-                return fail(
-                    f"cannot open the embedded ClickHouse at {conn.path}: another process "
-                    "(a running `streamsift run`?) has it open",
-                    "chdb allows one process per data directory: stop the pipeline first, "
-                    "or use a ClickHouse server",
-                )
-            return fail(str(exc), "nothing was changed by the failed statement; fix and re-run")
+        with open_dead_letters(pipeline) as letters:
+            return run(args, pipeline, letters)
 
     return func
 
@@ -138,20 +114,16 @@ def _command(run: Command) -> Callable[[argparse.Namespace], int]:
 # ---------------------------------------------------------------------------- commands
 
 
-def cmd_stats(args: argparse.Namespace, pipeline: Pipeline, store: DlqStore) -> int:
-    counts = store.stats()
-    totals = {
-        k: sum(getattr(c, k) for c in counts)
-        for k in ("pending", "consumed", "replayed", "replaying")
-    }
+def cmd_stats(args: argparse.Namespace, pipeline: Pipeline, store: DeadLetters) -> int:
+    counts, totals = store.stats()
     if args.json:
         print(
             json.dumps(
                 {
                     "pipeline": pipeline.name,
                     "table": store.table,
-                    "total": sum(totals.values()),
-                    **totals,
+                    "total": totals.total,
+                    **dataclasses.asdict(totals),
                     "by_class": [
                         {
                             "stage": c.stage,
@@ -170,15 +142,15 @@ def cmd_stats(args: argparse.Namespace, pipeline: Pipeline, store: DlqStore) -> 
         return 0
     print(f"dead letters of {pipeline.name} in {store.where()}")
     print("\n".join(_stats_table(counts, totals)))
-    if totals["replaying"]:
+    if totals.replaying:
         print(
-            f"{totals['replaying']:,} record(s) belong to an interrupted replay: "
+            f"{totals.replaying:,} record(s) belong to an interrupted replay: "
             f"run `streamsift dlq replay {args.file}` to finish it"
         )
     return 0
 
 
-def _stats_table(counts: list[ClassCount], totals: dict[str, int]) -> list[str]:
+def _stats_table(counts: list[ClassCount], totals: DlqTotals) -> list[str]:
     rows = [("stage", "error_class", "pending", "consumed", "replayed")]
     rows += [
         (c.stage, c.error_class, f"{c.pending:,}", f"{c.consumed:,}", f"{c.replayed:,}")
@@ -188,9 +160,9 @@ def _stats_table(counts: list[ClassCount], totals: dict[str, int]) -> list[str]:
         (
             "total",
             "",
-            f"{totals['pending']:,}",
-            f"{totals['consumed']:,}",
-            f"{totals['replayed']:,}",
+            f"{totals.pending:,}",
+            f"{totals.consumed:,}",
+            f"{totals.replayed:,}",
         )
     )
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
@@ -202,7 +174,7 @@ def _stats_table(counts: list[ClassCount], totals: dict[str, int]) -> list[str]:
     ]
 
 
-def cmd_show(args: argparse.Namespace, pipeline: Pipeline, store: DlqStore) -> int:
+def cmd_show(args: argparse.Namespace, pipeline: Pipeline, store: DeadLetters) -> int:
     letters = store.pending(args.n)
     _print_letters(letters, args.json)
     if not args.json:
@@ -214,19 +186,20 @@ def cmd_show(args: argparse.Namespace, pipeline: Pipeline, store: DlqStore) -> i
     return 0
 
 
-def cmd_consume(args: argparse.Namespace, pipeline: Pipeline, store: DlqStore) -> int:
-    letters = store.pending(args.n)
+def cmd_consume(args: argparse.Namespace, pipeline: Pipeline, store: DeadLetters) -> int:
+    def show(letters: list[DeadLetter]) -> None:
+        _print_letters(letters, args.json)
+        sys.stdout.flush()
+
+    letters = store.consume(args.n, show)
     if not letters:
         print(f"no pending dead letters in {store.where()}", file=sys.stderr)
         return 0
-    _print_letters(letters, args.json)
-    sys.stdout.flush()  # shown before marked: a failure below leaves them pending, never lost
-    store.mark_consumed(letters)
     print(f"marked {len(letters):,} dead letter(s) as handled", file=sys.stderr)
     return 0
 
 
-def cmd_purge(args: argparse.Namespace, pipeline: Pipeline, store: DlqStore) -> int:
+def cmd_purge(args: argparse.Namespace, pipeline: Pipeline, store: DeadLetters) -> int:
     total = store.count()
     if total == 0:
         print(f"nothing to purge: {store.where()} is empty")
@@ -253,9 +226,7 @@ def cmd_purge(args: argparse.Namespace, pipeline: Pipeline, store: DlqStore) -> 
     return 0
 
 
-def cmd_replay(args: argparse.Namespace, pipeline: Pipeline, store: DlqStore) -> int:
-    from streamsift.runtime.replay import Replayer
-
+def cmd_replay(args: argparse.Namespace, pipeline: Pipeline, store: DeadLetters) -> int:
     if not args.json:
         print(
             f"{'dry run: ' if args.dry_run else ''}replaying pending dead letters of "
@@ -263,9 +234,7 @@ def cmd_replay(args: argparse.Namespace, pipeline: Pipeline, store: DlqStore) ->
             "schema and mapping",
             file=sys.stderr,
         )
-    report = Replayer(pipeline, store.writer, chunk_size=args.chunk_size).run(
-        limit=args.limit, dry_run=args.dry_run
-    )
+    report = store.replay(limit=args.limit, dry_run=args.dry_run, chunk_size=args.chunk_size)
     if args.json:
         print(json.dumps(report.as_dict(), sort_keys=True))
         return 0

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+from streamsift.errors import ConfigurationError
 
-class ConfigError(ValueError):
+
+class ConfigError(ConfigurationError, ValueError):
     """A pipeline document is invalid. `problems` holds one `field.path: message` line each."""
 
     def __init__(self, problems: list[str] | str, source: str | None = None) -> None:

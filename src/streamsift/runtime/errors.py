@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from streamsift.errors import ConfigurationError, PermanentError
 
-class RuntimeConfigError(RuntimeError):
+
+class RuntimeConfigError(ConfigurationError):
     """The machine is missing something the pipeline needs (Java, Python version...)."""
 
 
-class PipelineFailed(RuntimeError):
+class PipelineFailed(PermanentError):
     """The streaming query stopped with an error; `hint` says what to do about it."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+from streamsift.errors import (
+    ConfigurationError,
+    PermanentError,
+    StreamsiftError,
+    TransientError,
+)
 
-class SinkError(RuntimeError):
+
+class SinkError(StreamsiftError):
     """Base of all sink errors."""
 
 
-class SinkConfigError(SinkError):
+class SinkConfigError(SinkError, ConfigurationError):
     """The target cannot be used as configured (missing table, unsafe settings...)."""
 
 
-class SinkTransientError(SinkError):
+class SinkTransientError(SinkError, TransientError):
     """Worth retrying: network trouble, overload, too many parts."""
 
 
-class SinkPermanentError(SinkError):
+class SinkPermanentError(SinkError, PermanentError):
     """Retrying will not help: the data or the statement is wrong. `code` is ClickHouse's."""
 
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, code: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint)
         self.code = code

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from streamsift.errors import PermanentError, TransientError
 
-class SourceError(RuntimeError):
+
+class SourceError(PermanentError):
     """A source failed permanently (e.g. the topic does not exist)."""
 
 
-class SourceUnavailable(SourceError):
+class SourceUnavailable(SourceError, TransientError):
     """A source could not be reached; retrying later may help."""
