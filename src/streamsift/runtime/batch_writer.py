@@ -5,7 +5,9 @@ on the executors, once per Spark partition, for a ClickHouse server. Either way 
 part are sorted by (topic, partition, offset), cut into chunks of `max_batch_size`, and each
 chunk is inserted with the token `<query id>:<batch id>:<part>:rows:<chunk>`; a re-run batch
 re-creates the same parts, chunks and tokens, and ClickHouse skips what it already holds.
-Rows ClickHouse refuses for their values go to the DLQ with its error code and message.
+Rows ClickHouse refuses for their values go to the DLQ with its error code and message, and
+with their original message (payload and key), which travels with every row for that (not
+into the table: only the mapped columns are inserted).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamsift.config.models import Pipeline
+from streamsift.config.models import KafkaSource, Pipeline
 from streamsift.runtime.query import SORT_KEY as OUTPUT_SORT_KEY
 from streamsift.sinks.clickhouse import ClickHouseWriter
+from streamsift.sinks.clickhouse.error_text import code_of, row_error
 from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
+from streamsift.transforms.parse import is_required_field_error
 
 log = logging.getLogger("streamsift.runtime")
 
@@ -72,7 +76,7 @@ class BatchWriter:
             )
             for f in failures:
                 refused.append(start + f.index)
-                reasons[start + f.index] = f"ClickHouse error {f.code}: {one_line(f.message)}"
+                reasons[start + f.index] = row_error(f.code, f.message, self.secrets)
             self._fault_point()
         dead = self._dead_letters(data.filter(bad_mask), None, None)
         if refused:
@@ -107,7 +111,7 @@ class BatchWriter:
                 bad.column("_offset"),
                 bad.column("_kafka_ts").cast(pa.timestamp("ms", tz="UTC")),
                 bad.column("_key"),
-                pc.fill_null(bad.column("_raw"), b"") if stage is None else self._payloads(bad),
+                self._payloads(bad) if stage == "sink" else pc.fill_null(bad.column("_raw"), b""),
                 pa.array(stages, pa.string()),
                 pa.array(classes, pa.string()),
                 pa.array(messages, pa.string()),
@@ -116,8 +120,17 @@ class BatchWriter:
             schema=DLQ_ARROW_SCHEMA,
         ).combine_chunks()
 
+    @property
+    def secrets(self) -> list[str]:
+        """Passwords of the pipeline, kept out of DLQ rows whatever an error says."""
+        return pipeline_secrets(self.pipeline)
+
     def _payloads(self, rows: pa.Table) -> pa.Array:
-        """For rows refused at insert: the mapped values as JSON (the raw payload is gone)."""
+        """For rows refused at insert: the original message, or, for a joined row (which has
+        none: it comes from two), the mapped values as JSON."""
+        raw = rows.column("_raw")
+        if raw.null_count == 0:
+            return raw
         import json
 
         cols = [m.column for m in self.pipeline.sink.mapping]
@@ -127,7 +140,8 @@ class BatchWriter:
             for col in maps:
                 if record[col] is not None:
                     record[col] = dict(record[col])
-        return pa.array([json.dumps(r, default=str).encode() for r in records], pa.binary())
+        joined = pa.array([json.dumps(r, default=str).encode() for r in records], pa.binary())
+        return pc.if_else(pc.is_null(raw), joined, raw)
 
     def _fault_point(self) -> None:
         """Die like kill -9 after the K-th insert when the fault-injection variable says so."""
@@ -142,27 +156,32 @@ class BatchWriter:
             os._exit(137)
 
 
-def one_line(text: str) -> str:
-    """An error message folded onto one line and cut to a size fit for a DLQ row."""
-    return " ".join(text.split())[:1000]
-
-
 def error_class(message: str | None, stage: str | None = "parse") -> str:
     """The DLQ's `error_class` for a record that failed before the sink."""
     if stage in ("filter", "transform"):
         return f"{stage}_failed"
     if not message:
         return "unknown"
-    if message.startswith(("malformed JSON", "payload is not valid")):
+    if message.startswith(("malformed JSON", "payload is not UTF-8")):
         return "malformed_json"
-    if message.startswith(("payload must be", "empty payload")):
+    if message.startswith(("payload must be", "empty message")):
         return "not_an_object"
-    if "is missing" in message:
+    if is_required_field_error(message):
         return "missing_field"
     return "type_mismatch"
 
 
 def sink_error_class(message: str) -> str:
     """`clickhouse_<code>` for a row ClickHouse refused."""
-    code = message.split("ClickHouse error ", 1)[-1].split(":", 1)[0]
-    return f"clickhouse_{code}"
+    return f"clickhouse_{code_of(message)}"
+
+
+def pipeline_secrets(pipeline: Pipeline) -> list[str]:
+    """The ClickHouse password and the Kafka passwords (also those given as properties)."""
+    sources: list[KafkaSource] = list(pipeline.sources or ()) or [pipeline.source]
+    found = [pipeline.sink.clickhouse.password.get_secret_value()]
+    for src in sources:
+        if src.security.password is not None:
+            found.append(src.security.password.get_secret_value())
+        found += [v for k, v in src.properties.items() if "password" in k or "secret" in k]
+    return [s for s in found if s]

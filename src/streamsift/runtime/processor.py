@@ -4,7 +4,7 @@ The runtime hands this object to the Kafka source. Its output rows carry the typ
 plus metadata columns; rows whose `_error` is set are dead letters and pass dedup untouched,
 so the sink can route them to the DLQ in the same micro-batch (one query, one checkpoint).
 The raw payload and key travel only with dead letters, unless `keep_raw` asks for them on
-every row (a later filter or computed field may still send a row to the DLQ).
+every row (a later filter, computed field or the ClickHouse insert may still refuse a row).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pyspark.sql.types import (
 from streamsift.config.types import FieldType
 from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
-from streamsift.transforms.parse import FieldSpec, JsonParser, require_present
+from streamsift.transforms.parse import FieldSpec, JsonParser, require_present, required_fields
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
     from streamsift.config.models import Dedup, Schema
@@ -124,9 +124,9 @@ class SourceProcessor:
         if n == 0:
             return
         result = JsonParser(self.fields).parse(records.values)
-        required = list(self.dedup_keys) + ([self.event_time] if self.event_time else [])
+        required = required_fields(self.dedup_keys, self.event_time)
         if required:
-            require_present(result, required, "needed for dedup and event time")
+            require_present(result, records.values, required)
         table = result.table
         kafka_ts = pa.array(records.timestamps_ms, pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
         kafka_ts = kafka_ts.cast(pa.timestamp("us", tz="UTC"))
@@ -138,7 +138,10 @@ class SourceProcessor:
         if self.dedups:
             keep, late = self._dedup(records, table, event_time, errors)
 
-        drop_raw = [e is None and not self.keep_raw for e in errors]
+        keys, raws = pa.array(records.keys, pa.binary()), pa.array(records.values, pa.binary())
+        if not self.keep_raw:
+            good = pa.array([e is None for e in errors], pa.bool_())
+            keys, raws = pc.if_else(good, None, keys), pc.if_else(good, None, raws)
         columns = {name: table.column(name) for name in table.column_names}
         columns.update(
             _topic=pa.array([records.topic] * n, pa.string()),
@@ -147,14 +150,8 @@ class SourceProcessor:
             _kafka_ts=kafka_ts,
             _event_time=event_time,
             _late=pa.array(late, pa.bool_()),
-            _key=pa.array(
-                [None if ok else k for ok, k in zip(drop_raw, records.keys, strict=True)],
-                pa.binary(),
-            ),
-            _raw=pa.array(
-                [None if ok else v for ok, v in zip(drop_raw, records.values, strict=True)],
-                pa.binary(),
-            ),
+            _key=keys,
+            _raw=raws,
             _error=pa.array(errors, pa.string()),
         )
         schema = self.schema
