@@ -238,7 +238,7 @@ def decode_object(raw: bytes | None) -> tuple[dict[str, Any] | None, str | None]
     The bytes must be UTF-8 (json.loads would guess UTF-16 or UTF-32 from the first bytes).
     """
     if raw is None or not raw.strip():
-        return None, "empty message" + (" (null value)" if raw is None else "")
+        return None, "empty message"  # a null value (tombstone) too: the DLQ stores it as ""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
