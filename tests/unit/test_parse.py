@@ -214,7 +214,6 @@ def test_a_required_field_under_a_null_parent_names_it():
     ("message", "cls"),
     [
         ("empty message", "not_an_object"),
-        ("empty message", "not_an_object"),
         ("payload is not UTF-8 (byte 0xff at position 0)", "malformed_json"),
         ("malformed JSON: Expecting value at position 0", "malformed_json"),
         ("field 'user.id': 'user' is string, expected an object", "type_mismatch"),

@@ -61,11 +61,13 @@ class BatchWriter:
     def write(self, data: pa.Table, query_id: str, batch_id: int, part: str) -> BatchCounts:
         if data.num_rows == 0:
             return BatchCounts()
-        data = data.sort_by(SORT_KEY)
-        bad_mask = pc.is_valid(data.column("_error"))
-        rows = data.filter(pc.invert(bad_mask))
+        # Rows in SORT_KEY order, by index: the raw messages (the bulk of `data`) are only
+        # copied for dead letters, never for the rows that go into the table.
+        order = pc.sort_indices(data.select(OUTPUT_SORT_KEY), sort_keys=SORT_KEY)
+        bad_mask = pc.is_valid(data.column("_error")).take(order)
+        good = order.filter(pc.invert(bad_mask))
         sink = self.pipeline.sink
-        out = rows.select([m.column for m in sink.mapping])
+        out = data.select([m.column for m in sink.mapping]).take(good)
         prefix = f"{query_id}:{batch_id}:{part}"
         refused: list[int] = []
         reasons: dict[int, str] = {}
@@ -78,9 +80,9 @@ class BatchWriter:
                 refused.append(start + f.index)
                 reasons[start + f.index] = row_error(f.code, f.message, self.secrets)
             self._fault_point()
-        dead = self._dead_letters(data.filter(bad_mask), None, None)
+        dead = self._dead_letters(data.take(order.filter(bad_mask)), None, None)
         if refused:
-            refused_rows = rows.take(pa.array(refused, pa.int64()))
+            refused_rows = data.take(good.take(pa.array(refused, pa.int64())))
             dead = pa.concat_tables(
                 [dead, self._dead_letters(refused_rows, "sink", [reasons[i] for i in refused])]
             )
@@ -89,7 +91,7 @@ class BatchWriter:
             self.writer.insert(
                 self.pipeline.dlq_table, dead.slice(start, size), f"{prefix}:dlq:{i}"
             )
-        late = pc.sum(rows.column("_late").cast(pa.int64())).as_py() or 0
+        late = pc.sum(data.column("_late").take(good).cast(pa.int64())).as_py() or 0
         return BatchCounts(out.num_rows - len(refused), dead.num_rows, late)
 
     def _dead_letters(self, bad: pa.Table, stage: str | None, errors: list[str] | None) -> pa.Table:

@@ -138,10 +138,7 @@ class SourceProcessor:
         if self.dedups:
             keep, late = self._dedup(records, table, event_time, errors)
 
-        keys, raws = pa.array(records.keys, pa.binary()), pa.array(records.values, pa.binary())
-        if not self.keep_raw:
-            good = pa.array([e is None for e in errors], pa.bool_())
-            keys, raws = pc.if_else(good, None, keys), pc.if_else(good, None, raws)
+        drop_raw = [e is None and not self.keep_raw for e in errors]
         columns = {name: table.column(name) for name in table.column_names}
         columns.update(
             _topic=pa.array([records.topic] * n, pa.string()),
@@ -150,8 +147,14 @@ class SourceProcessor:
             _kafka_ts=kafka_ts,
             _event_time=event_time,
             _late=pa.array(late, pa.bool_()),
-            _key=keys,
-            _raw=raws,
+            _key=pa.array(
+                [None if ok else k for ok, k in zip(drop_raw, records.keys, strict=True)],
+                pa.binary(),
+            ),
+            _raw=pa.array(
+                [None if ok else v for ok, v in zip(drop_raw, records.values, strict=True)],
+                pa.binary(),
+            ),
             _error=pa.array(errors, pa.string()),
         )
         schema = self.schema
