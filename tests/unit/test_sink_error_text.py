@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from streamsift.runtime.batch_writer import sink_error_class
+from streamsift.config import parse_pipeline
+from streamsift.runtime.batch_writer import pipeline_secrets, sink_error_class
 from streamsift.sinks.clickhouse.error_text import row_error
 
 CHDB_UUID = (
@@ -54,3 +55,29 @@ def test_one_clean_line(message, line):
 def test_secrets_are_masked_and_the_line_is_bounded():
     line = row_error(6, "insert into t: Code: 6. DB::Exception: s3cret! " + "x" * 5000, ["s3cret"])
     assert "s3cret" not in line and "***" in line and len(line) <= 1000
+
+
+def test_the_pipeline_passwords_are_the_secrets_masked():
+    pipeline = parse_pipeline(
+        {
+            "name": "orders",
+            "source": {
+                "bootstrap_servers": "127.0.0.1:9092",
+                "topic": "orders",
+                "security": {
+                    "protocol": "SASL_PLAINTEXT",
+                    "mechanism": "PLAIN",
+                    "username": "u",
+                    "password": "kafka-pw",
+                },
+                "properties": {"ssl.key.password": "key-pw"},
+                "schema": {"fields": [{"name": "id", "type": "string"}]},
+            },
+            "sink": {
+                "clickhouse": {"host": "ch.example", "password": "ch-pw"},
+                "table": "orders",
+                "mapping": [{"field": "id", "column": "id", "type": "String"}],
+            },
+        }
+    )
+    assert sorted(pipeline_secrets(pipeline)) == ["ch-pw", "kafka-pw", "key-pw"]

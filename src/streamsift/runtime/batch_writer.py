@@ -71,6 +71,7 @@ class BatchWriter:
         prefix = f"{query_id}:{batch_id}:{part}"
         refused: list[int] = []
         reasons: dict[int, str] = {}
+        secrets = pipeline_secrets(self.pipeline)
         size = sink.max_batch_size
         for i, start in enumerate(range(0, out.num_rows, size)):
             failures = self.writer.insert_isolating(
@@ -78,7 +79,7 @@ class BatchWriter:
             )
             for f in failures:
                 refused.append(start + f.index)
-                reasons[start + f.index] = row_error(f.code, f.message, self.secrets)
+                reasons[start + f.index] = row_error(f.code, f.message, secrets)
             self._fault_point()
         dead = self._dead_letters(data.take(order.filter(bad_mask)), None, None)
         if refused:
@@ -121,11 +122,6 @@ class BatchWriter:
             ],
             schema=DLQ_ARROW_SCHEMA,
         ).combine_chunks()
-
-    @property
-    def secrets(self) -> list[str]:
-        """Passwords of the pipeline, kept out of DLQ rows whatever an error says."""
-        return pipeline_secrets(self.pipeline)
 
     def _payloads(self, rows: pa.Table) -> pa.Array:
         """For rows refused at insert: the original message, or, for a joined row (which has
@@ -179,7 +175,8 @@ def sink_error_class(message: str) -> str:
 
 
 def pipeline_secrets(pipeline: Pipeline) -> list[str]:
-    """The ClickHouse password and the Kafka passwords (also those given as properties)."""
+    """The ClickHouse and Kafka passwords (also those given as properties): masked in DLQ rows
+    whatever an error says."""
     sources: list[KafkaSource] = list(pipeline.sources or ()) or [pipeline.source]
     found = [pipeline.sink.clickhouse.password.get_secret_value()]
     for src in sources:
