@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 import pytest
 
 from streamsift.config.types import FieldType
-from streamsift.transforms.parse import FieldSpec, JsonParser
+from streamsift.runtime.batch_writer import error_class
+from streamsift.transforms.parse import FieldSpec, JsonParser, require_present, required_fields
 
 UTC = timezone.utc
 
@@ -70,9 +71,12 @@ def test_field_types(ftype, raw, value, error):
         (b"[1]", "payload must be a JSON object, got array"),
         (b'"x"', "payload must be a JSON object, got string"),
         (b"{bad", "malformed JSON"),
-        (b"\xff\xfe", "malformed JSON"),
-        (None, "empty payload"),
-        (b"", "malformed JSON"),
+        (b"\xff\xfe", "payload is not UTF-8 (byte 0xff at position 0)"),
+        (b'{"a": "\xff"}', "payload is not UTF-8 (byte 0xff at position 7)"),
+        (b"{\x00\xe9\x00", "payload is not UTF-8"),  # json.loads would guess UTF-16 here
+        (None, "empty message"),
+        (b"", "empty message"),
+        (b"  \n", "empty message"),
         (b'{"a": 1} {"a": 2}', "malformed JSON"),
     ],
 )
@@ -111,3 +115,111 @@ def test_fast_path_is_used_for_clean_batches_and_matches_reference():
     fast = parser._parse_fast(values)
     assert fast is not None
     assert fast.to_pylist() == parser._parse_slow(values).table.to_pylist()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"a": "\xff"}',  # invalid UTF-8 inside a field that is read
+        b'{"a": 1, "other": "\xc3\x28"}',  # ... and inside a field that is ignored
+    ],
+)
+def test_invalid_utf8_is_caught_in_a_clean_batch_too(payload):
+    """A batch of objects goes to pyarrow, which does not check UTF-8 by itself."""
+    result = JsonParser([FieldSpec("a", "a", FieldType.STRING)]).parse([payload])
+    assert result.errors[0] is not None and result.errors[0].startswith("payload is not UTF-8")
+
+
+USER_FIELDS = [
+    FieldSpec("user.id", "user__id", FieldType.STRING),
+    FieldSpec("user.name", "user__name", FieldType.STRING),
+    FieldSpec("user.email", "user__email", FieldType.STRING),
+]
+
+
+@pytest.mark.parametrize(
+    ("user", "kind"),
+    [('"just-a-string"', "string"), ("[1, 2]", "array"), ("7", "number"), ("true", "boolean")],
+)
+def test_a_parent_that_is_not_an_object_is_a_type_mismatch(user, kind):
+    parser = JsonParser(USER_FIELDS)
+    result = parser.parse([b'{"user": {"id": "u1"}}', f'{{"user": {user}}}'.encode()])
+    assert result.errors == [None, f"field 'user.id': 'user' is {kind}, expected an object"]
+
+
+def test_a_null_parent_reads_its_fields_as_null():
+    result = JsonParser(USER_FIELDS).parse([b'{"user": null}', b'{"user": {"id": "u1"}}'])
+    assert result.errors == [None, None]
+    assert result.table.column("user__id").to_pylist() == [None, "u1"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "error"),
+    [
+        (b'{"a": {"b": {"c": 1}}}', None),
+        (b'{"a": {"b": "x"}}', "field 'a.b.c': 'a.b' is string, expected an object"),
+        (b'{"a": []}', "field 'a.b.c': 'a' is array, expected an object"),
+        (b'{"a": {"b": null}}', None),
+        (b'{"a": null}', None),
+        (b'{"a": {}}', None),
+    ],
+)
+def test_the_parent_rule_holds_at_every_depth(payload, error):
+    parser = JsonParser([FieldSpec("a.b.c", "a__b__c", FieldType.INT)])
+    for batch in ([payload], [b'{"a": {"b": {"c": 2}}}', payload]):  # alone, and mixed
+        result = parser.parse(batch)
+        assert result.errors[-1] == error
+
+
+KEY = FieldSpec("id", "id", FieldType.STRING)
+TIME = FieldSpec("ts", "ts", FieldType.INT)
+NESTED_KEY = FieldSpec("user.id", "user__id", FieldType.STRING)
+
+
+@pytest.mark.parametrize(
+    ("payload", "error"),
+    [
+        (b'{"ts": 1}', "field 'id' is missing (needed as the dedup key)"),
+        (b'{"id": null, "ts": 1}', "field 'id' is null (needed as the dedup key)"),
+        (b'{"id": "a"}', "field 'ts' is missing (needed as the event time)"),
+        (b'{"id": "a", "ts": null}', "field 'ts' is null (needed as the event time)"),
+        (b'{"id": "a", "ts": 1}', None),
+    ],
+)
+def test_required_fields_say_null_or_missing_and_why(payload, error):
+    required = required_fields([KEY], TIME)
+    parser = JsonParser([KEY, TIME])
+    for batch in ([payload], [b'{"id": "x", "ts": 0}', payload]):
+        result = parser.parse(batch)
+        require_present(result, batch, required)
+        assert result.errors[-1] == error
+        if error:
+            assert error_class(error) == "missing_field"
+
+
+def test_a_required_field_under_a_null_parent_names_it():
+    required = required_fields([NESTED_KEY], NESTED_KEY)
+    payloads = [b'{"user": null}', b'{"user": {}}', b"{}"]
+    result = JsonParser([NESTED_KEY]).parse(payloads)
+    require_present(result, payloads, required)
+    why = "(needed as the dedup key and the event time)"
+    assert result.errors == [
+        f"field 'user.id' is null {why}: 'user' is null",
+        f"field 'user.id' is missing {why}",
+        f"field 'user.id' is missing {why}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("message", "cls"),
+    [
+        ("empty message", "not_an_object"),
+        ("payload is not UTF-8 (byte 0xff at position 0)", "malformed_json"),
+        ("malformed JSON: Expecting value at position 0", "malformed_json"),
+        ("field 'user.id': 'user' is string, expected an object", "type_mismatch"),
+        # a value that happens to read like a reason is still a type mismatch
+        ("field 'ts': 'id is missing (needed' is not an ISO-8601 timestamp", "type_mismatch"),
+    ],
+)
+def test_error_classes(message, cls):
+    assert error_class(message) == cls

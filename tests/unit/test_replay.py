@@ -72,13 +72,12 @@ def test_process_parses_maps_and_keeps_chunk_order():
     letters = [
         letter(10, b'{"id": "a", "user": {"id": "u1"}, "amount": 1.5}'),
         letter(11, b'{"id": "b", "amount": "cheap"}'),  # still the wrong type
-        letter(
-            12,
-            json.dumps({"id": "c", "user_id": "u3", "amount": -2.0, "src_offset": 12}).encode(),
-            "sink",
-        ),
+        # refused by ClickHouse: the DLQ row holds the original message like any other
+        letter(12, json.dumps({"id": "c", "user": {"id": "u3"}, "amount": -2.0}).encode(), "sink"),
         letter(13, b'{"user": {"id": "u4"}, "amount": 4}'),  # no dedup key
         letter(14, b"not json"),
+        letter(15, b'{"id": "e", "user": "just-a-string"}'),  # same parent rule as the source
+        letter(16, b'{"id": null}'),
     ]
     outcome = replayer.process(letters)
     assert outcome.rows.column_names == ["id", "user_id", "amount", "src_offset"]
@@ -91,8 +90,13 @@ def test_process_parses_maps_and_keeps_chunk_order():
         1: ("parse", "type_mismatch"),
         3: ("parse", "missing_field"),
         4: ("parse", "malformed_json"),
+        5: ("parse", "type_mismatch"),
+        6: ("parse", "missing_field"),
     }
     assert "'amount'" in outcome.failures[1][2]
+    assert outcome.failures[3][2] == "field 'id' is missing (needed as the dedup key)"
+    assert outcome.failures[5][2] == "field 'user.id': 'user' is string, expected an object"
+    assert outcome.failures[6][2] == "field 'id' is null (needed as the dedup key)"
 
 
 def test_process_with_nothing_passing_gives_no_rows():

@@ -5,7 +5,9 @@ on the executors, once per Spark partition, for a ClickHouse server. Either way 
 part are sorted by (topic, partition, offset), cut into chunks of `max_batch_size`, and each
 chunk is inserted with the token `<query id>:<batch id>:<part>:rows:<chunk>`; a re-run batch
 re-creates the same parts, chunks and tokens, and ClickHouse skips what it already holds.
-Rows ClickHouse refuses for their values go to the DLQ with its error code and message.
+Rows ClickHouse refuses for their values go to the DLQ with its error code and message, and
+with their original message (payload and key), which travels with every row for that (not
+into the table: only the mapped columns are inserted).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamsift.config.models import Pipeline
+from streamsift.config.models import KafkaSource, Pipeline
 from streamsift.runtime.query import SORT_KEY as OUTPUT_SORT_KEY
 from streamsift.sinks.clickhouse import ClickHouseWriter
+from streamsift.sinks.clickhouse.error_text import code_of, row_error
 from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
 from streamsift.transforms.event_time import AHEAD_OF_KAFKA_TIMESTAMP, FUTURE_EVENT_TIME
+from streamsift.transforms.parse import is_required_field_error
 
 log = logging.getLogger("streamsift.runtime")
 
@@ -58,14 +62,17 @@ class BatchWriter:
     def write(self, data: pa.Table, query_id: str, batch_id: int, part: str) -> BatchCounts:
         if data.num_rows == 0:
             return BatchCounts()
-        data = data.sort_by(SORT_KEY)
-        bad_mask = pc.is_valid(data.column("_error"))
-        rows = data.filter(pc.invert(bad_mask))
+        # Rows in SORT_KEY order, by index: the raw messages (the bulk of `data`) are only
+        # copied for dead letters, never for the rows that go into the table.
+        order = pc.sort_indices(data.select(OUTPUT_SORT_KEY), sort_keys=SORT_KEY)
+        bad_mask = pc.is_valid(data.column("_error")).take(order)
+        good = order.filter(pc.invert(bad_mask))
         sink = self.pipeline.sink
-        out = rows.select([m.column for m in sink.mapping])
+        out = data.select([m.column for m in sink.mapping]).take(good)
         prefix = f"{query_id}:{batch_id}:{part}"
         refused: list[int] = []
         reasons: dict[int, str] = {}
+        secrets = pipeline_secrets(self.pipeline)
         size = sink.max_batch_size
         for i, start in enumerate(range(0, out.num_rows, size)):
             failures = self.writer.insert_isolating(
@@ -73,11 +80,11 @@ class BatchWriter:
             )
             for f in failures:
                 refused.append(start + f.index)
-                reasons[start + f.index] = f"ClickHouse error {f.code}: {one_line(f.message)}"
+                reasons[start + f.index] = row_error(f.code, f.message, secrets)
             self._fault_point()
-        dead = self._dead_letters(data.filter(bad_mask), None, None)
+        dead = self._dead_letters(data.take(order.filter(bad_mask)), None, None)
         if refused:
-            refused_rows = rows.take(pa.array(refused, pa.int64()))
+            refused_rows = data.take(good.take(pa.array(refused, pa.int64())))
             dead = pa.concat_tables(
                 [dead, self._dead_letters(refused_rows, "sink", [reasons[i] for i in refused])]
             )
@@ -86,7 +93,7 @@ class BatchWriter:
             self.writer.insert(
                 self.pipeline.dlq_table, dead.slice(start, size), f"{prefix}:dlq:{i}"
             )
-        late = pc.sum(rows.column("_late").cast(pa.int64())).as_py() or 0
+        late = pc.sum(data.column("_late").take(good).cast(pa.int64())).as_py() or 0
         return BatchCounts(out.num_rows - len(refused), dead.num_rows, late)
 
     def _dead_letters(self, bad: pa.Table, stage: str | None, errors: list[str] | None) -> pa.Table:
@@ -108,7 +115,7 @@ class BatchWriter:
                 bad.column("_offset"),
                 bad.column("_kafka_ts").cast(pa.timestamp("ms", tz="UTC")),
                 bad.column("_key"),
-                pc.fill_null(bad.column("_raw"), b"") if stage is None else self._payloads(bad),
+                self._payloads(bad) if stage == "sink" else pc.fill_null(bad.column("_raw"), b""),
                 pa.array(stages, pa.string()),
                 pa.array(classes, pa.string()),
                 pa.array(messages, pa.string()),
@@ -118,7 +125,11 @@ class BatchWriter:
         ).combine_chunks()
 
     def _payloads(self, rows: pa.Table) -> pa.Array:
-        """For rows refused at insert: the mapped values as JSON (the raw payload is gone)."""
+        """For rows refused at insert: the original message, or, for a joined row (which has
+        none: it comes from two), the mapped values as JSON."""
+        raw = rows.column("_raw")
+        if raw.null_count == 0:
+            return raw
         import json
 
         cols = [m.column for m in self.pipeline.sink.mapping]
@@ -128,7 +139,8 @@ class BatchWriter:
             for col in maps:
                 if record[col] is not None:
                     record[col] = dict(record[col])
-        return pa.array([json.dumps(r, default=str).encode() for r in records], pa.binary())
+        joined = pa.array([json.dumps(r, default=str).encode() for r in records], pa.binary())
+        return pc.if_else(pc.is_null(raw), joined, raw)
 
     def _fault_point(self) -> None:
         """Die like kill -9 after the K-th insert when the fault-injection variable says so."""
@@ -143,11 +155,6 @@ class BatchWriter:
             os._exit(137)
 
 
-def one_line(text: str) -> str:
-    """An error message folded onto one line and cut to a size fit for a DLQ row."""
-    return " ".join(text.split())[:1000]
-
-
 def error_class(message: str | None, stage: str | None = "parse") -> str:
     """The DLQ's `error_class` for a record that failed before the sink."""
     if stage in ("filter", "transform"):
@@ -156,16 +163,27 @@ def error_class(message: str | None, stage: str | None = "parse") -> str:
         return "unknown"
     if AHEAD_OF_KAFKA_TIMESTAMP in message:
         return FUTURE_EVENT_TIME
-    if message.startswith(("malformed JSON", "payload is not valid")):
+    if message.startswith(("malformed JSON", "payload is not UTF-8")):
         return "malformed_json"
-    if message.startswith(("payload must be", "empty payload")):
+    if message.startswith(("payload must be", "empty message")):
         return "not_an_object"
-    if "is missing" in message:
+    if is_required_field_error(message):
         return "missing_field"
     return "type_mismatch"
 
 
 def sink_error_class(message: str) -> str:
     """`clickhouse_<code>` for a row ClickHouse refused."""
-    code = message.split("ClickHouse error ", 1)[-1].split(":", 1)[0]
-    return f"clickhouse_{code}"
+    return f"clickhouse_{code_of(message)}"
+
+
+def pipeline_secrets(pipeline: Pipeline) -> list[str]:
+    """The ClickHouse and Kafka passwords (also those given as properties): masked in DLQ rows
+    whatever an error says."""
+    sources: list[KafkaSource] = list(pipeline.sources or ()) or [pipeline.source]
+    found = [pipeline.sink.clickhouse.password.get_secret_value()]
+    for src in sources:
+        if src.security.password is not None:
+            found.append(src.security.password.get_secret_value())
+        found += [v for k, v in src.properties.items() if "password" in k or "secret" in k]
+    return [s for s in found if s]

@@ -6,7 +6,7 @@ source. Its output rows carry the typed fields plus metadata columns; rows whose
 set are dead letters and pass dedup untouched, so the sink can route them to the DLQ in the
 same micro-batch (one query, one checkpoint).
 The raw payload and key travel only with dead letters, unless `keep_raw` asks for them on
-every row (a later filter or computed field may still send a row to the DLQ).
+every row (a later filter, computed field or the ClickHouse insert may still refuse a row).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from streamsift.config.types import FieldType
 from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
 from streamsift.transforms.event_time import future_event_time_errors
-from streamsift.transforms.parse import FieldSpec, JsonParser, require_present
+from streamsift.transforms.parse import FieldSpec, JsonParser, require_present, required_fields
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
     from streamsift.config.models import Dedup, Schema
@@ -130,9 +130,9 @@ class SourceProcessor:
         if n == 0:
             return
         result = JsonParser(self.fields).parse(records.values)
-        required = list(self.dedup_keys) + ([self.event_time] if self.event_time else [])
+        required = required_fields(self.dedup_keys, self.event_time)
         if required:
-            require_present(result, required, "needed for dedup and event time")
+            require_present(result, records.values, required)
         table = result.table
         kafka_ts = pa.array(records.timestamps_ms, pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
         kafka_ts = kafka_ts.cast(pa.timestamp("us", tz="UTC"))

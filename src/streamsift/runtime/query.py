@@ -114,11 +114,14 @@ def read_source(
     """One Kafka source as a streaming frame: parsed, deduplicated, transformed, filtered.
 
     Adds `_stage` ('parse' on dead letters from the source) and `_source` (the source's id).
+    A single source keeps every row's raw message for the DLQ, up to the sink (ClickHouse may
+    refuse a row); a joined source only until its own filters ran (the join forgets it).
     """
     from pyspark.sql import functions as F
 
+    joined = pipeline.join is not None
     processor = SourceProcessor.build(
-        src.schema_, dedup, checkpoint / "dedup", keep_raw=not stage.empty
+        src.schema_, dedup, checkpoint / "dedup", keep_raw=not joined or not stage.empty
     )
     spec = read_spec(pipeline, src)
     if new_query:
@@ -138,7 +141,9 @@ def read_source(
         }
     )
     if not stage.empty:
-        frame = drop_raw_of_good_rows(apply_stage(frame, stage, source_scope(src)))
+        frame = apply_stage(frame, stage, source_scope(src))
+        if joined:
+            frame = drop_raw_of_good_rows(frame)
     return frame
 
 

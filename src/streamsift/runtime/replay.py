@@ -32,9 +32,10 @@ import pyarrow as pa
 
 from streamsift.config.models import KAFKA_FIELDS, Pipeline
 from streamsift.config.types import FieldType
-from streamsift.runtime.batch_writer import error_class, one_line
+from streamsift.runtime.batch_writer import error_class, pipeline_secrets
 from streamsift.runtime.errors import PipelineFailed
 from streamsift.sinks.clickhouse import ClickHouseWriter
+from streamsift.sinks.clickhouse.error_text import row_error
 from streamsift.sinks.dlq_store import (
     REPLAYED,
     REPLAYING,
@@ -43,7 +44,12 @@ from streamsift.sinks.dlq_store import (
     DlqStore,
     digest,
 )
-from streamsift.transforms.parse import FieldSpec, JsonParser, require_present
+from streamsift.transforms.parse import (
+    FieldSpec,
+    JsonParser,
+    require_present,
+    required_fields,
+)
 
 log = logging.getLogger("streamsift.runtime")
 
@@ -159,14 +165,10 @@ class Replayer:
         self.fingerprint = pipeline_fingerprint(pipeline)
         schema = pipeline.source.schema_
         self._specs = {f.name: FieldSpec(f.name, f.column, f.type) for f in schema.fields}
-        self._raw = JsonParser(list(self._specs.values()))
-        self._required = [self._specs[k] for k in pipeline.dedup.key] if pipeline.dedup else []
-        if schema.event_time:
-            self._required.append(self._specs[schema.event_time])
-        # Rows ClickHouse refused are kept as JSON of the mapped columns (runtime/batch_writer).
-        types = {f.name: f.type for f in schema.fields} | KAFKA_META
-        self._mapped = JsonParser(
-            [FieldSpec(m.column, m.column, types[m.field]) for m in pipeline.sink.mapping]
+        self._parser = JsonParser(list(self._specs.values()))
+        self._required = required_fields(
+            [self._specs[k] for k in pipeline.dedup.key] if pipeline.dedup else [],
+            self._specs[schema.event_time] if schema.event_time else None,
         )
 
     def run(self, limit: int | None = None, dry_run: bool = False) -> ReplayReport:
@@ -249,7 +251,7 @@ class Replayer:
             self.pipeline.sink.table, outcome.rows, f"{chunk}:rows"
         )
         for r in refused:
-            message = f"ClickHouse error {r.code}: {one_line(r.message)}"
+            message = row_error(r.code, r.message, pipeline_secrets(self.pipeline))
             failures[outcome.row_index[r.index]] = ("sink", f"clickhouse_{r.code}", message)
         self._fault("rows_inserted", index)
         marks = [
@@ -271,36 +273,24 @@ class Replayer:
         report.failures.update((s, c) for s, c, _ in outcome.failures.values())
 
     def process(self, letters: Sequence[DeadLetter]) -> Outcome:
-        """Parse and map a chunk with the current pipeline; nothing is written."""
+        """Parse and map a chunk with the current pipeline; nothing is written.
+
+        Every dead letter holds its original message, whatever its stage (one ClickHouse
+        refused included), so each is parsed exactly as the source parses messages.
+        """
+        payloads = [x.payload for x in letters]
+        result = self._parser.parse(payloads)
+        if self._required:
+            require_present(result, payloads, self._required)
         failures: dict[int, Failure] = {}
-        tables: list[pa.Table] = []
-        index: list[int] = []
-        raw = [i for i, x in enumerate(letters) if x.origin != "sink"]
-        mapped = [i for i, x in enumerate(letters) if x.origin == "sink"]
-        for idx, parser, is_raw in ((raw, self._raw, True), (mapped, self._mapped, False)):
-            if not idx:
-                continue
-            result = parser.parse([letters[i].payload for i in idx])
-            if is_raw and self._required:
-                require_present(result, self._required, "needed for dedup and event time")
-            good = []
-            for j, error in enumerate(result.errors):
-                if error is None:
-                    good.append(j)
-                else:
-                    failures[idx[j]] = ("parse", error_class(error), error)
-            table = result.table.take(pa.array(good, pa.int64()))
-            if is_raw:
-                table = self._map(table, [letters[idx[j]] for j in good])
-            tables.append(table)
-            index.extend(idx[j] for j in good)
-        if not tables:
-            return Outcome(pa.table({}), [], failures)
-        rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        # back to the chunk's (topic, partition, offset) order: the insert must be the same
-        # rows in the same order on every attempt, or its token would not match
-        order = sorted(range(len(index)), key=index.__getitem__)
-        return Outcome(rows.take(pa.array(order, pa.int64())), [index[k] for k in order], failures)
+        good = []
+        for i, error in enumerate(result.errors):
+            if error is None:
+                good.append(i)
+            else:
+                failures[i] = ("parse", error_class(error), error)
+        parsed = result.table.take(pa.array(good, pa.int64()))
+        return Outcome(self._map(parsed, [letters[i] for i in good]), good, failures)
 
     def _map(self, parsed: pa.Table, letters: Sequence[DeadLetter]) -> pa.Table:
         """Parsed fields (and Kafka metadata) to the sink's columns, as the pipeline maps them."""

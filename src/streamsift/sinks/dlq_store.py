@@ -86,7 +86,7 @@ class DeadLetter:
     kafka_timestamp_ms: int | None
     key: bytes | None
     payload: bytes
-    origin: str  # the DLQ row's stage: `sink` rows hold mapped columns as JSON, others the message
+    origin: str  # the DLQ row's stage (parse, transform, filter or sink)
     origin_error_class: str
     origin_error: str
     stage: str  # the latest failure: the row's own, or the last replay's

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -182,9 +183,14 @@ class JsonParser:
         # Only objects go to pyarrow: pyarrow 26 crashes (SIGSEGV) on a top-level `null` line.
         if any(v is None or v.lstrip()[:1] != b"{" for v in values):
             return None
+        joined = b"\n".join(values)  # type: ignore[arg-type]
+        try:
+            joined.decode("utf-8")  # pyarrow passes invalid UTF-8 through unchecked
+        except UnicodeDecodeError:
+            return None
         try:
             nested = pajson.read_json(
-                io.BytesIO(b"\n".join(values)),  # type: ignore[arg-type]
+                io.BytesIO(joined),
                 read_options=pajson.ReadOptions(use_threads=False, block_size=1 << 26),
                 parse_options=pajson.ParseOptions(
                     explicit_schema=self._nested, unexpected_field_behavior="ignore"
@@ -214,29 +220,50 @@ class JsonParser:
         return ParseResult(pa.Table.from_arrays(arrays, schema=self.schema), errors)
 
     def _parse_one(self, raw: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
-        if raw is None:
-            return None, "empty payload (null message value)"
-        try:
-            doc = json.loads(raw)
-        except UnicodeDecodeError:
-            return None, "payload is not valid UTF-8"
-        except json.JSONDecodeError as exc:
-            return None, f"malformed JSON: {exc.msg} at position {exc.pos}"
-        if not isinstance(doc, dict):
-            return None, f"payload must be a JSON object, got {_json_kind(doc)}"
+        doc, error = decode_object(raw)
+        if doc is None:
+            return None, error
         out: dict[str, Any] = {}
         for f in self.fields:
-            value: Any = doc
-            for part in f.parts:
-                if not isinstance(value, dict):
-                    value = None
-                    break
-                value = value.get(part)
             try:
-                out[f.column] = convert_value(value, f.type)
+                out[f.column] = convert_value(lookup(doc, f.parts), f.type)
             except ValueTypeError as exc:
                 return None, f"field '{f.path}': {exc}"
         return out, None
+
+
+def decode_object(raw: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
+    """A message's value as a JSON object, or None and why it is not one.
+
+    The bytes must be UTF-8 (json.loads would guess UTF-16 or UTF-32 from the first bytes).
+    """
+    if raw is None or not raw.strip():
+        return None, "empty message"  # a null value (tombstone) too: the DLQ stores it as ""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"payload is not UTF-8 (byte 0x{raw[exc.start]:02x} at position {exc.start})"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"malformed JSON: {exc.msg} at position {exc.pos}"
+    if not isinstance(doc, dict):
+        return None, f"payload must be a JSON object, got {_json_kind(doc)}"
+    return doc, None
+
+
+def lookup(doc: dict[str, Any], parts: Sequence[str]) -> Any:
+    """The value at a dot path: None when a step is missing or null; a step that is a
+    scalar or an array where an object is needed is a type mismatch, at any depth."""
+    value: Any = doc
+    for depth, part in enumerate(parts):
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            parent = ".".join(parts[:depth])
+            raise ValueTypeError(f"'{parent}' is {_json_kind(value)}, expected an object")
+        value = value.get(part)
+    return value
 
 
 def _nested_schema(fields: Sequence[FieldSpec]) -> pa.Schema:
@@ -257,10 +284,49 @@ def _nested_schema(fields: Sequence[FieldSpec]) -> pa.Schema:
     return pa.schema(build(tree))
 
 
-def require_present(result: ParseResult, fields: Sequence[FieldSpec], why: str) -> None:
-    """Flag records where any of `fields` is null (e.g. a missing dedup key)."""
-    for f in fields:
+DEDUP_KEY = "the dedup key"
+EVENT_TIME = "the event time"
+_REQUIRED_PREFIX = re.compile(r"^field '[^']*' is (missing|null) \(needed as ")
+
+
+def required_fields(
+    dedup_keys: Sequence[FieldSpec], event_time: FieldSpec | None
+) -> list[tuple[FieldSpec, str]]:
+    """The fields a record cannot do without, each with why (for the DLQ reason)."""
+    why: dict[FieldSpec, list[str]] = {f: [DEDUP_KEY] for f in dedup_keys}
+    if event_time is not None:
+        why.setdefault(event_time, []).append(EVENT_TIME)
+    return [(f, " and ".join(reasons)) for f, reasons in why.items()]
+
+
+def require_present(
+    result: ParseResult,
+    values: Sequence[bytes | None],
+    required: Sequence[tuple[FieldSpec, str]],
+) -> None:
+    """Flag records where a required field is null or missing, saying which and why."""
+    for f, why in required:
         nulls = result.table.column(f.column).is_null().to_pylist()
-        for i, missing in enumerate(nulls):
-            if missing and result.errors[i] is None:
-                result.errors[i] = f"field '{f.path}' is missing ({why})"
+        for i, absent in enumerate(nulls):
+            if absent and result.errors[i] is None:
+                state, detail = _absence(values[i], f.parts)
+                result.errors[i] = f"field '{f.path}' is {state} (needed as {why}){detail}"
+
+
+def is_required_field_error(message: str) -> bool:
+    """Whether a parse error is a required field that is missing or null."""
+    return _REQUIRED_PREFIX.match(message) is not None
+
+
+def _absence(raw: bytes | None, parts: Sequence[str]) -> tuple[str, str]:
+    """Whether a field a parsed record lacks is 'missing' or 'null', and which parent is null."""
+    doc, _ = decode_object(raw)
+    value: Any = doc
+    for depth, part in enumerate(parts):
+        if not isinstance(value, dict) or part not in value:
+            return "missing", ""
+        value = value[part]
+        if value is None:
+            parent = ".".join(parts[: depth + 1])
+            return "null", "" if depth == len(parts) - 1 else f": '{parent}' is null"
+    return "null", ""
