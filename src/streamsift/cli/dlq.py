@@ -22,8 +22,7 @@ from streamsift.config import load_pipeline
 from streamsift.config.models import Pipeline
 
 if TYPE_CHECKING:  # ClickHouse client and pyarrow load only when a dlq command runs
-    from streamsift.runtime.dead_letters import DeadLetters, DlqTotals
-    from streamsift.sinks.dlq_store import ClassCount, DeadLetter
+    from streamsift.runtime.dead_letters import ClassCount, DeadLetter, DeadLetters, DlqTotals
 
 SHOW_PAYLOAD_CHARS = 2000
 Command = Callable[[argparse.Namespace, Pipeline, "DeadLetters"], int]

@@ -16,6 +16,8 @@ from streamsift.config.models import Pipeline
 from streamsift.errors import ConfigurationError, PermanentError, TransientError
 from streamsift.sinks.errors import SinkError, SinkTransientError
 
+__all__ = ["ClassCount", "DeadLetter", "DeadLetters", "DlqTotals", "open_dead_letters"]
+
 if TYPE_CHECKING:  # the ClickHouse client and pyarrow load only when dead letters are used
     from streamsift.runtime.replay import ReplayReport
     from streamsift.sinks.dlq_store import ClassCount, DeadLetter, DlqStore

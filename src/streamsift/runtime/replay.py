@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from streamsift.config.models import KAFKA_FIELDS, Pipeline
 from streamsift.config.types import FieldType
+from streamsift.errors import ConfigurationError
 from streamsift.runtime.batch_writer import error_class, pipeline_secrets
 from streamsift.runtime.errors import PipelineFailed
 from streamsift.sinks.clickhouse import ClickHouseWriter
@@ -62,7 +63,7 @@ class ReplayConflict(PipelineFailed):
     """An interrupted replay ran with another schema or mapping than the pipeline's now."""
 
 
-class ReplayUnsupported(PipelineFailed):
+class ReplayUnsupported(ConfigurationError):
     """The pipeline does something replay cannot redo without Spark (joins, expressions)."""
 
 
