@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from streamsift.testing.loadgen import ID_CHECKSUM_SQL, LOAD_MAPPING, PAIR_CHECKSUM_SQL
+from streamsift.loadtest.schema import ID_CHECKSUM_SQL, LOAD_MAPPING, PAIR_CHECKSUM_SQL
 
 # Every benchmark table has the mapped columns plus the time ClickHouse inserted the row:
 # `_ingested_at - produced_at_ms` is the end-to-end latency of a row.

@@ -43,8 +43,8 @@ from streamsift.bench.common import (
     read_progress,
 )
 from streamsift.bench.resources import TreeSampler, process_cpu
-from streamsift.testing.broker import Broker, create_topic
-from streamsift.testing.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
+from streamsift.embedded.broker import Broker, create_topic
+from streamsift.loadtest.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
 
 SCENARIOS = ("ingest", "dedup", "dedup-join")
 LIVE_SCENARIOS = ("ingest", "dedup")  # the join scenario is measured draining a backlog only

@@ -33,8 +33,8 @@ from streamsift.bench.common import (
     verify,
     verify_join,
 )
+from streamsift.loadtest.schema import JOIN_FIELDS, LOAD_FIELDS, LOAD_MAPPING
 from streamsift.runtime.progress import RunStats
-from streamsift.testing.loadgen import JOIN_FIELDS, LOAD_FIELDS, LOAD_MAPPING
 
 TABLE = "events"
 # The dedup-join pipeline's output: (side, field, name) as `join.output` entries.
@@ -202,7 +202,7 @@ def batch_summary(log: dict[int, dict[str, Any]], topic: str | None = None) -> d
 def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     if spec.get("clickhouse") != "server":
         return _run_streamsift(spec, progress, None)
-    from streamsift.testing.clickhouse_http import spawn_server
+    from streamsift.embedded.clickhouse_server import spawn_server
 
     # a separate process, as a ClickHouse server would be; a child of this one, so the
     # runner's process-tree measurements count it

@@ -17,9 +17,9 @@ from typing import Any
 
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
+from streamsift.embedded.broker import Broker
+from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
 from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.testing.broker import Broker
-from streamsift.testing.generator import EventSpec, Truth, generate, produce
 
 DEMO_FIELDS = (
     ("event_id", "string", "event_id", "UUID"),
