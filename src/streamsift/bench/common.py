@@ -2,8 +2,8 @@
 
 Imported by the quixstreams worker too, which runs in its own interpreter (quixstreams pins
 older confluent-kafka and pydantic than streamsift), so this module imports nothing of
-streamsift's product code: only the load generator's constants, pyarrow and the standard
-library.
+streamsift's product code: only the generated streams' field table and checksums
+(streamsift.loadtest.schema, standard library only), pyarrow and the standard library.
 """
 
 from __future__ import annotations

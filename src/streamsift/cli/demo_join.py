@@ -259,16 +259,9 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def print_report(report: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(report, sort_keys=True))
-    else:
-        print("\n".join(report_lines(report)))
-    sys.stdout.flush()
-
-
 def cmd_demo_join(args: Any) -> int:
     """`streamsift demo --join [--join-type inner|left]` (arguments of the `demo` parser)."""
+    from streamsift.cli.demo import print_report
     from streamsift.cli.output import StatusLine, fail
 
     join_type = args.join_type or "inner"
@@ -301,5 +294,5 @@ def cmd_demo_join(args: Any) -> int:
         )
     finally:
         status.close()
-    print_report(report, args.json)
+    print_report(report, args.json, report_lines)
     return 0 if report["ok"] else 1
