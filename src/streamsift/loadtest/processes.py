@@ -51,13 +51,16 @@ def kill_tree(proc: subprocess.Popen) -> int:
     until none is left, the other members of its session and the descendants found before
     the kill. Returns how many processes outside the child's process group were killed.
     """
-    leader = _session_of(proc.pid) == proc.pid
-    descendants = set() if leader else _descendants(proc.pid, _process_table())
-    with contextlib.suppress(ProcessLookupError):
-        if leader:
+    table = _process_table()
+    # A session outlives its leader while members live, and its id is not reused meanwhile.
+    leader = any(session == proc.pid for _parent, _group, session in table.values())
+    descendants: set[int] = set()
+    if leader:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            os.kill(proc.pid, signal.SIGKILL)
+    elif proc.poll() is None:  # (a dead child's children were handed to init: none to find)
+        descendants = _descendants(proc.pid, table)
+        proc.kill()
     stray: set[int] = set()
     for _ in range(KILL_ROUNDS):
         table = _process_table()
@@ -87,13 +90,6 @@ def stop(proc: subprocess.Popen, timeout: float) -> int:
     except subprocess.TimeoutExpired:
         kill_tree(proc)
         return proc.wait()
-
-
-def _session_of(pid: int) -> int | None:
-    try:
-        return os.getsid(pid)
-    except ProcessLookupError:
-        return None
 
 
 def _process_table() -> dict[int, tuple[int, int, int]]:
