@@ -13,8 +13,8 @@ import pytest
 
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
-from streamsift.testing.broker import Broker
-from streamsift.testing.generator import EVENT_FIELDS, EVENT_MAPPING
+from streamsift.embedded.broker import Broker
+from streamsift.loadtest.schema import EVENT_FIELDS, EVENT_MAPPING
 
 
 @pytest.fixture(scope="session")

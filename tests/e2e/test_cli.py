@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from streamsift.testing.broker import Broker
-from streamsift.testing.generator import EventSpec, Truth, generate, produce
+from streamsift.embedded.broker import Broker
+from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

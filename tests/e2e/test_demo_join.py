@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from streamsift.cli import demo_join
-from streamsift.cli.demo_join import BAD_ORDERS, BAD_USERS, reference_join, report_lines
+from streamsift.cli.demo_join import report_lines
 from streamsift.cli.main import main
-from streamsift.testing.generator import JoinSpec, generate_join_streams
+from streamsift.loadtest.generator import JoinSpec, generate_join_streams
+from streamsift.loadtest.join_events import BAD_ORDERS, BAD_USERS, reference_rows
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS, USERS = 300, 15  # seed 7: 60 order re-sends, 15 user re-sends, 25 orders of no user
@@ -183,7 +184,7 @@ def case_streams() -> tuple[list[dict], list[dict]]:
 
 def test_reference_inner_pairs_within_both_edges_and_drops_repeats():
     orders, users = case_streams()
-    expected = reference_join(orders, users, "inner")
+    expected = reference_rows(orders, users, "inner")
     assert expected.rows == Counter(
         {
             ("o1", "e1a", 1.0, "n-e1a", "pro"): 1,
@@ -199,13 +200,13 @@ def test_reference_inner_pairs_within_both_edges_and_drops_repeats():
 
 def test_reference_left_outer_null_rows_wait_for_the_watermark():
     orders, users = case_streams()
-    expected = reference_join(orders, users, "left")
+    expected = reference_rows(orders, users, "left")
     assert expected.null_rows == 2
     assert expected.rows[("o2", None, 1.0, None, None)] == 1
     assert expected.rows[("o3", None, 1.0, None, None)] == 1
     assert sum(expected.rows.values()) == 6
     # Without the watermark events no window has closed: the NULL rows are still pending.
-    cut = reference_join(orders[:-1], users[:-1], "left")
+    cut = reference_rows(orders[:-1], users[:-1], "left")
     assert cut.null_rows == 0 and cut.pending == 2
     assert sum(cut.rows.values()) == 3
 
@@ -235,7 +236,7 @@ def test_generated_streams_resend_within_the_dedup_window_and_end_with_watermark
     assert streams.orders[-1]["created_at"] == streams.users[-1]["updated_at"]
     tail = datetime.fromisoformat(streams.orders[-1]["created_at"])
     assert tail - max(newest) == timedelta(days=1)
-    expected = reference_join(streams.orders, streams.users, "left")
+    expected = reference_rows(streams.orders, streams.users, "left")
     assert expected.order_duplicates == streams.order_resends
     assert expected.user_duplicates == streams.user_resends
     assert expected.unmatched_orders == streams.orphan_orders

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from streamsift.testing.chaos import ChaosOptions, run_chaos
-from streamsift.testing.generator import JoinSpec, generate_join_streams
-from streamsift.testing.join_events import LATENESS, ORDERS_TOPIC, USERS_TOPIC, in_step
+from streamsift.loadtest.chaos import ChaosOptions, run_chaos
+from streamsift.loadtest.generator import JoinSpec, generate_join_streams
+from streamsift.loadtest.join_events import LATENESS, ORDERS_TOPIC, USERS_TOPIC, in_step
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,8 @@ import pytest
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
-from streamsift.testing.clickhouse_http import ClickHouseHTTPServer, set_remote_faults, spawn_server
+from streamsift.embedded.clickhouse_faults import set_remote_faults
+from streamsift.embedded.clickhouse_server import ClickHouseHTTPServer, spawn_server
 
 pytestmark = pytest.mark.integration
 

@@ -18,16 +18,11 @@ import pytest
 import yaml
 
 from streamsift.config import parse_pipeline
+from streamsift.embedded.clickhouse_faults import set_remote_faults
+from streamsift.embedded.clickhouse_server import spawn_server
+from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
+from streamsift.loadtest.schema import EVENT_FIELDS, EVENT_MAPPING
 from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.testing.clickhouse_http import set_remote_faults, spawn_server
-from streamsift.testing.generator import (
-    EVENT_FIELDS,
-    EVENT_MAPPING,
-    EventSpec,
-    Truth,
-    generate,
-    produce,
-)
 
 pytestmark = pytest.mark.integration
 

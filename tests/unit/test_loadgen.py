@@ -11,18 +11,15 @@ import pytest
 from streamsift.bench.common import interpolate, verify
 from streamsift.bench.report import markdown, ratios, targets
 from streamsift.bench.runner import drain_rates, judge_step, memory_flatness, sustained_rate
-from streamsift.testing.loadgen import (
+from streamsift.loadtest.loadgen import (
     LATE_USER_PREFIX,
     JoinLoadSpec,
-    JoinTruth,
     LoadGenerator,
     LoadSpec,
     TokenBucket,
-    dedup_first,
-    id_checksum_part,
-    pair_checksum_part,
-    reference_join,
 )
+from streamsift.loadtest.reference import JoinTruth, dedup_first, reference_join
+from streamsift.loadtest.schema import id_checksum_part, pair_checksum_part
 
 
 def gen(**spec) -> LoadGenerator:

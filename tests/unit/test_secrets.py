@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from streamsift.config import parse_pipeline
+from streamsift.embedded.broker import free_port
 from streamsift.runtime.batch_writer import BatchWriter
 from streamsift.runtime.query import OUTPUT_META, read_spec
 from streamsift.sinks.clickhouse import ClickHouseWriter
@@ -22,7 +23,6 @@ from streamsift.sinks.clickhouse.client import RowFailure
 from streamsift.sinks.dlq import DLQ_COLUMNS
 from streamsift.sinks.errors import SinkError
 from streamsift.sinks.retry import RetryPolicy
-from streamsift.testing.broker import free_port
 
 SASL_SECRET = "sasl-Secret-7Hq2"
 CH_SECRET = "ch-Secret-9Wd4"

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from streamsift.bench.common import (
     JOIN_TABLE,
     VERSION_COLUMN,
     ProgressLog,
+    arrow_schema,
     create_table_sql,
     dir_bytes,
     rows_to_arrow,
@@ -41,21 +44,32 @@ INSERT_ROWS = 50_000
 READ_QUERY = "SELECT count(), uniqExact(user_id), round(sum(amount), 2) FROM {source}"
 
 
-def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
-    """Consume the whole topic once, dedup (or not), insert in ~50k-row chunks, verify."""
-    import clickhouse_connect
+@dataclass
+class Drained:
+    """What one pass of a baseline's consume loop did, and when."""
 
-    started_wall = spec["process_started"]
-    work = Path(spec["work_dir"])
-    final = spec["kind"] == "ch_final"
-    dedup = spec["dedup"] and not final
-    table = "events"
-    client = clickhouse_connect.get_client(dsn=f"chdb://{work / 'clickhouse'}")
-    engine = f"ReplacingMergeTree({VERSION_COLUMN})" if final else "MergeTree"
-    client.command(create_table_sql(table, engine=engine, version=final))
+    consumed: int = 0
+    inserted: int = 0
+    inserts: int = 0
+    first_at: float | None = None  # wall time of the first poll that returned messages
+    done_at: float = 0.0
 
-    truth = spec["truth"]
-    total = truth["produced"]
+    def timings(self, started_wall: float) -> dict[str, Any]:
+        """The result's time fields: processing (first message to last insert), wall and
+        start-up time from the worker process's start."""
+        first = self.first_at or self.done_at
+        return {
+            "processing_seconds": round(self.done_at - first, 3),
+            "wall_seconds": round(self.done_at - started_wall, 3),
+            "startup_seconds": round(first - started_wall, 3),
+            "processing_started_at": self.first_at,
+            "done_at": self.done_at,
+        }
+
+
+def consumer_from_start(spec: dict[str, Any], topics: list[str]) -> tuple[Consumer, list]:
+    """A consumer assigned every partition of `topics` from offset 0, and the (topic,
+    partition) pairs assigned."""
     consumer = Consumer(
         {
             "bootstrap.servers": spec["bootstrap_servers"],
@@ -66,29 +80,42 @@ def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
             "auto.offset.reset": "earliest",
         }
     )
-    md = consumer.list_topics(spec["topic"], timeout=10).topics[spec["topic"]]
-    consumer.assign([TopicPartition(spec["topic"], p, 0) for p in sorted(md.partitions)])
+    assigned = [
+        (topic, p)
+        for topic in topics
+        for p in sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+    ]
+    consumer.assign([TopicPartition(t, p, 0) for t, p in assigned])
+    return consumer, assigned
 
-    seen: set[str] = set()
-    pending: list[dict] = []
-    consumed = inserted = chunk = 0
-    first_at: float | None = None
-    insert_s = 0.0
+
+def drain(
+    consumer: Consumer,
+    total: int,
+    progress: ProgressLog,
+    *,
+    take: Callable[[Any], None],
+    pending: Callable[[], int],
+    insert: Callable[[], int],
+    after_poll: Callable[[], None] | None = None,
+) -> Drained:
+    """Consume until `total` messages were read, handing each to `take`; closes the consumer.
+
+    After each poll: `after_poll`, then, once `pending()` rows reach INSERT_ROWS or everything
+    was read, `insert()` (which returns the rows it inserted) and an offset commit after it
+    (at-least-once). Progress is written after every poll.
+    """
+    done = Drained()
 
     def flush() -> None:
-        nonlocal inserted, chunk, insert_s, pending
-        if not pending:
-            return
-        t0 = time.perf_counter()
-        client.insert_arrow(table, rows_to_arrow(pending, version=final))
-        insert_s += time.perf_counter() - t0
-        inserted += len(pending)
-        chunk += 1
-        pending = []
-        consumer.commit(asynchronous=True)  # after the insert: at-least-once
+        rows = insert()
+        if rows:
+            done.inserted += rows
+            done.inserts += 1
+            consumer.commit(asynchronous=True)  # after the insert: at-least-once
 
     try:
-        while consumed < total:
+        while done.consumed < total:
             msgs = consumer.consume(10_000, 1.0)
             for msg in msgs:
                 err = msg.error()
@@ -96,39 +123,79 @@ def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
                     if err.code() == KafkaError._PARTITION_EOF:
                         continue
                     raise RuntimeError(f"consume failed: {err.str()}")
-                consumed += 1
-                event = json.loads(msg.value())
-                if dedup:
-                    eid = event["event_id"]
-                    if eid in seen:
-                        continue
-                    seen.add(eid)
-                pending.append(event)
-            if msgs and first_at is None:
-                first_at = time.time()
-            if len(pending) >= INSERT_ROWS or consumed >= total:
+                done.consumed += 1
+                take(msg)
+            if msgs and done.first_at is None:
+                done.first_at = time.time()
+            if after_poll is not None:
+                after_poll()
+            if pending() >= INSERT_ROWS or done.consumed >= total:
                 flush()
-            progress.write(read=consumed, written=inserted)
+            progress.write(read=done.consumed, written=done.inserted)
         flush()
-        done_at = time.time()
+        done.done_at = time.time()
     finally:
         consumer.close()
-    progress.write(read=consumed, written=inserted)
+    progress.write(read=done.consumed, written=done.inserted)
+    return done
+
+
+def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
+    """Consume the whole topic once, dedup (or not), insert in ~50k-row chunks, verify."""
+    import clickhouse_connect
+
+    work = Path(spec["work_dir"])
+    final = spec["kind"] == "ch_final"
+    dedup = spec["dedup"] and not final
+    table = "events"
+    client = clickhouse_connect.get_client(dsn=f"chdb://{work / 'clickhouse'}")
+    engine = f"ReplacingMergeTree({VERSION_COLUMN})" if final else "MergeTree"
+    client.command(create_table_sql(table, engine=engine, version=final))
+    truth = spec["truth"]
+    consumer, _ = consumer_from_start(spec, [spec["topic"]])
+    seen: set[str] = set()
+    pending: list[dict] = []
+    insert_s = 0.0
+
+    def take(msg: Any) -> None:
+        event = json.loads(msg.value())
+        if dedup:
+            eid = event["event_id"]
+            if eid in seen:
+                return
+            seen.add(eid)
+        pending.append(event)
+
+    def insert() -> int:
+        nonlocal insert_s
+        if not pending:
+            return 0
+        t0 = time.perf_counter()
+        client.insert_arrow(table, rows_to_arrow(pending, version=final))
+        insert_s += time.perf_counter() - t0
+        rows = len(pending)
+        pending.clear()
+        return rows
+
+    done = drain(
+        consumer,
+        truth["produced"],
+        progress,
+        take=take,
+        pending=lambda: len(pending),
+        insert=insert,
+    )
 
     def query(sql: str) -> tuple:
         return client.query(sql).result_rows[0]
 
     check = verify(query, table, truth, dedup=dedup or final, final=final)
     result: dict[str, Any] = {
-        "read": consumed,
-        "written": inserted,
-        "inserts": chunk,
+        "read": done.consumed,
+        "written": done.inserted,
+        "inserts": done.inserts,
         "insert_seconds": round(insert_s, 3),
-        "processing_seconds": round(done_at - (first_at or done_at), 3),
-        "wall_seconds": round(done_at - started_wall, 3),
-        "startup_seconds": round((first_at or done_at) - started_wall, 3),
-        "processing_started_at": first_at,
-        "done_at": done_at,
+        **done.timings(spec["process_started"]),
         "state_bytes": 0,
         "sink_bytes": dir_bytes(work / "clickhouse"),
         **check,
@@ -164,20 +231,8 @@ def final_read_cost(client: Any, table: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- the join by hand
 
-_JOIN_ARROW = pa.schema(
-    [
-        ("event_id", pa.string()),
-        ("user_id", pa.string()),
-        ("amount", pa.float64()),
-        ("attempt", pa.uint32()),
-        ("created_at", pa.string()),
-        ("produced_at_ms", pa.int64()),
-        ("profile_event_id", pa.string()),
-        ("plan", pa.string()),
-        ("profile_attempt", pa.uint32()),
-        ("profile_updated_at", pa.string()),
-    ]
-)
+# the event times as their ISO text first, cast to timestamps per inserted table
+_JOIN_ARROW = arrow_schema(JOIN_MAPPING, timestamps=pa.string())
 _TS = pa.timestamp("us", tz="UTC")
 
 
@@ -195,7 +250,6 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     """Both topics through one consumer: dedup each side, join in memory, insert, verify."""
     import clickhouse_connect
 
-    started_wall = spec["process_started"]
     work = Path(spec["work_dir"])
     join = spec["join"]
     left_topic, right_topic = spec["topic"], join["topic"]
@@ -209,20 +263,7 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
         "ORDER BY (event_id, profile_event_id)"
     )
     truth = spec["truth"]
-    total = truth["produced"] + truth["join"]["right_messages"]
-    consumer = Consumer(
-        {
-            "bootstrap.servers": spec["bootstrap_servers"],
-            "group.id": f"bench-{spec['name']}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-            "fetch.wait.max.ms": 10,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    md = consumer.list_topics(timeout=10).topics
-    assigned = [(t, p) for t in (left_topic, right_topic) for p in sorted(md[t].partitions)]
-    consumer.assign([TopicPartition(t, p, 0) for t, p in assigned])
+    consumer, assigned = consumer_from_start(spec, [left_topic, right_topic])
     # per side: dedup references (id -> event time) and join state (user -> [(time, event)])
     seen: tuple[dict[str, int], dict[str, int]] = ({}, {})
     state: tuple[dict[str, list], dict[str, list]] = ({}, {})
@@ -233,13 +274,46 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     newest = dict.fromkeys(assigned, -(2**62))
     watermark = -(2**62)
     pending: list[tuple[dict, dict]] = []
-    consumed = inserted = behind = 0
-    first_at: float | None = None
+    behind = 0
 
-    def flush() -> None:
-        nonlocal inserted, pending
-        if not pending:
+    def take(msg: Any) -> None:
+        nonlocal behind
+        side = 0 if msg.topic() == left_topic else 1
+        event = json.loads(msg.value())
+        t = _ms(event["created_at"] if side == 0 else event["updated_at"])
+        ref = seen[side].get(event["event_id"])
+        if ref is not None and abs(t - ref) < dedup_window:
             return
+        seen[side][event["event_id"]] = t
+        if t < watermark:
+            behind += 1
+            return
+        where = (msg.topic(), msg.partition())
+        newest[where] = max(newest[where], t)
+        key = event["user"]["id"]
+        for to, other in state[1 - side].get(key, ()):
+            if side == 0 and t - wr <= to <= t + wl:
+                pending.append((event, other))
+            elif side == 1 and to - wr <= t <= to + wl:
+                pending.append((other, event))
+        state[side].setdefault(key, []).append((t, event))
+
+    def advance_watermark() -> None:
+        # the watermark moves between polls, like Spark's between micro-batches; what it has
+        # passed can match nothing any more (as in Spark's join)
+        nonlocal watermark
+        watermark = max(watermark, min(newest.values()) - lateness)
+        for side, window in ((0, wl), (1, wr)):
+            for key in list(state[side]):
+                kept = [(t, e) for t, e in state[side][key] if t + window >= watermark]
+                if kept:
+                    state[side][key] = kept
+                else:
+                    del state[side][key]
+
+    def insert() -> int:
+        if not pending:
+            return 0
         columns = list(zip(*(_joined_row(le, re_) for le, re_ in pending), strict=True))
         table = pa.Table.from_arrays(
             [pa.array(c, f.type) for c, f in zip(columns, _JOIN_ARROW, strict=True)],
@@ -249,79 +323,32 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
             i = table.schema.get_field_index(name)
             table = table.set_column(i, name, table.column(i).cast(_TS))
         client.insert_arrow(JOIN_TABLE, table)
-        inserted += len(pending)
-        pending = []
-        consumer.commit(asynchronous=True)
+        rows = len(pending)
+        pending.clear()
+        return rows
 
-    def evict() -> None:
-        # what the watermark has passed can match nothing any more (as in Spark's join)
-        for side, window in ((0, wl), (1, wr)):
-            for key in list(state[side]):
-                kept = [(t, e) for t, e in state[side][key] if t + window >= watermark]
-                if kept:
-                    state[side][key] = kept
-                else:
-                    del state[side][key]
-
-    try:
-        while consumed < total:
-            msgs = consumer.consume(10_000, 1.0)
-            for msg in msgs:
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        continue
-                    raise RuntimeError(f"consume failed: {err.str()}")
-                consumed += 1
-                side = 0 if msg.topic() == left_topic else 1
-                event = json.loads(msg.value())
-                t = _ms(event["created_at"] if side == 0 else event["updated_at"])
-                ref = seen[side].get(event["event_id"])
-                if ref is not None and abs(t - ref) < dedup_window:
-                    continue
-                seen[side][event["event_id"]] = t
-                if t < watermark:
-                    behind += 1
-                    continue
-                where = (msg.topic(), msg.partition())
-                newest[where] = max(newest[where], t)
-                key = event["user"]["id"]
-                for to, other in state[1 - side].get(key, ()):
-                    if side == 0 and t - wr <= to <= t + wl:
-                        pending.append((event, other))
-                    elif side == 1 and to - wr <= t <= to + wl:
-                        pending.append((other, event))
-                state[side].setdefault(key, []).append((t, event))
-            if msgs and first_at is None:
-                first_at = time.time()
-            # the watermark moves between polls, like Spark's between micro-batches
-            watermark = max(watermark, min(newest.values()) - lateness)
-            evict()
-            if len(pending) >= INSERT_ROWS or consumed >= total:
-                flush()
-            progress.write(read=consumed, written=inserted)
-        flush()
-        done_at = time.time()
-    finally:
-        consumer.close()
-    progress.write(read=consumed, written=inserted)
+    done = drain(
+        consumer,
+        truth["produced"] + truth["join"]["right_messages"],
+        progress,
+        take=take,
+        pending=lambda: len(pending),
+        insert=insert,
+        after_poll=advance_watermark,
+    )
 
     def query(sql: str) -> tuple:
         return client.query(sql).result_rows[0]
 
     check = verify_join(query, JOIN_TABLE, truth["join"])
     return {
-        "read": consumed,
+        "read": done.consumed,
         "events": truth["produced"],
         "left_events": truth["produced"],
         "right_events": truth["join"]["right_messages"],
-        "written": inserted,
+        "written": done.inserted,
         "late_dropped": behind,
-        "processing_seconds": round(done_at - (first_at or done_at), 3),
-        "wall_seconds": round(done_at - started_wall, 3),
-        "startup_seconds": round((first_at or done_at) - started_wall, 3),
-        "processing_started_at": first_at,
-        "done_at": done_at,
+        **done.timings(spec["process_started"]),
         "state_bytes": 0,
         "sink_bytes": dir_bytes(work / "clickhouse"),
         **check,

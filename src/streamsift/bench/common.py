@@ -2,8 +2,8 @@
 
 Imported by the quixstreams worker too, which runs in its own interpreter (quixstreams pins
 older confluent-kafka and pydantic than streamsift), so this module imports nothing of
-streamsift's product code: only the load generator's constants, pyarrow and the standard
-library.
+streamsift's product code: only the generated streams' field table and checksums
+(streamsift.loadtest.schema, standard library only), pyarrow and the standard library.
 """
 
 from __future__ import annotations
@@ -20,27 +20,47 @@ from typing import Any
 
 import pyarrow as pa
 
-from streamsift.testing.loadgen import ID_CHECKSUM_SQL, LOAD_MAPPING, PAIR_CHECKSUM_SQL
+from streamsift.loadtest.schema import (
+    ID_CHECKSUM_SQL,
+    LOAD_MAPPING,
+    PAIR_CHECKSUM_SQL,
+    clickhouse_type,
+)
 
 # Every benchmark table has the mapped columns plus the time ClickHouse inserted the row:
 # `_ingested_at - produced_at_ms` is the end-to-end latency of a row.
 INGESTED_AT = "_ingested_at"
 INGESTED_AT_DDL = f"{INGESTED_AT} DateTime64(3, 'UTC') DEFAULT now64(3)"
-ARROW_SCHEMA = pa.schema(
-    [
-        ("event_id", pa.string()),
-        ("type", pa.string()),
-        ("user_id", pa.string()),
-        ("country", pa.string()),
-        ("session_id", pa.string()),
-        ("os", pa.string()),
-        ("tags", pa.list_(pa.string())),
-        ("amount", pa.float64()),
-        ("attempt", pa.uint32()),
-        ("created_at", pa.timestamp("us", tz="UTC")),
-        ("produced_at_ms", pa.int64()),
-    ]
-)
+# The Arrow type a hand-written consumer builds for each ClickHouse type of the tables.
+_ARROW_TYPES = {
+    "String": pa.string(),
+    "LowCardinality(String)": pa.string(),
+    "Array(String)": pa.list_(pa.string()),
+    "Float64": pa.float64(),
+    "UInt32": pa.uint32(),
+    "Int64": pa.int64(),
+    "DateTime64(3, 'UTC')": pa.timestamp("us", tz="UTC"),
+}
+
+
+def arrow_schema(
+    mapping: Sequence[dict[str, str]], timestamps: pa.DataType | None = None
+) -> pa.Schema:
+    """The Arrow schema of a mapping's columns (`timestamps`: another type for DateTime64)."""
+    return pa.schema(
+        [
+            (
+                m["column"],
+                timestamps
+                if timestamps and m["type"].startswith("DateTime64")
+                else _ARROW_TYPES[m["type"]],
+            )
+            for m in mapping
+        ]
+    )
+
+
+ARROW_SCHEMA = arrow_schema(LOAD_MAPPING)
 # A ramp step is sustained when the lag (produced - processed, as the pipeline reports its
 # finished micro-batches about once a second) stays under LAG_BOUND_S seconds of input in the step's second half, grows by
 # less than LAG_GROWTH_S seconds of input from the step's 2nd to its 4th quarter, and is gone
@@ -53,17 +73,22 @@ VERSION_COLUMN = "_version"  # ReplacingMergeTree keeps the highest: 2**32-1 - a
 
 # The dedup-join scenario's table: the event's columns, then the matched profile event's.
 JOIN_TABLE = "joined"
+# Its pipeline's output, as `join.output` entries (side, field, name); each name is a column.
+JOIN_OUTPUT = [
+    ("left", "event_id", "event_id"),
+    ("left", "user.id", "user_id"),
+    ("left", "amount", "amount"),
+    ("left", "attempt", "attempt"),
+    ("left", "created_at", "created_at"),
+    ("left", "produced_at_ms", "produced_at_ms"),
+    ("right", "event_id", "profile_event_id"),
+    ("right", "user.plan", "plan"),
+    ("right", "attempt", "profile_attempt"),
+    ("right", "updated_at", "profile_updated_at"),
+]
 JOIN_MAPPING = [
-    {"field": "event_id", "column": "event_id", "type": "String"},
-    {"field": "user_id", "column": "user_id", "type": "String"},
-    {"field": "amount", "column": "amount", "type": "Float64"},
-    {"field": "attempt", "column": "attempt", "type": "UInt32"},
-    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-    {"field": "produced_at_ms", "column": "produced_at_ms", "type": "Int64"},
-    {"field": "profile_event_id", "column": "profile_event_id", "type": "String"},
-    {"field": "plan", "column": "plan", "type": "LowCardinality(String)"},
-    {"field": "profile_attempt", "column": "profile_attempt", "type": "UInt32"},
-    {"field": "profile_updated_at", "column": "profile_updated_at", "type": "DateTime64(3, 'UTC')"},
+    {"field": name, "column": name, "type": clickhouse_type(field)}
+    for _side, field, name in JOIN_OUTPUT
 ]
 
 

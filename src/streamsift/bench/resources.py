@@ -31,7 +31,7 @@ def role_of(proc: psutil.Process, root_pid: int) -> str:
         return "other"
     if name == "java" or "/java" in cmd.split(" ", 1)[0]:
         return "jvm"
-    if "clickhouse_http" in cmd:  # bench --clickhouse server: the run's ClickHouse endpoint
+    if "streamsift.embedded.clickhouse_server" in cmd:  # --clickhouse server: the endpoint
         return "clickhouse"
     if "pyspark" in cmd or "python" in name:
         return "python_workers"

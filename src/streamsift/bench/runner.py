@@ -43,8 +43,9 @@ from streamsift.bench.common import (
     read_progress,
 )
 from streamsift.bench.resources import TreeSampler, process_cpu
-from streamsift.testing.broker import Broker, create_topic
-from streamsift.testing.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
+from streamsift.embedded.broker import Broker, create_topic
+from streamsift.loadtest import processes
+from streamsift.loadtest.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
 
 SCENARIOS = ("ingest", "dedup", "dedup-join")
 LIVE_SCENARIOS = ("ingest", "dedup")  # the join scenario is measured draining a backlog only
@@ -349,20 +350,15 @@ class Bench:
             cmd = [quix_python or "", "-m", "streamsift.bench.quix_worker", str(spec_path)]
         else:
             cmd = [sys.executable, "-m", "streamsift.bench.worker", str(spec_path)]
-        log = open(run.log_path, "wb")  # noqa: SIM115 (closed when the process is waited for)
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-        proc._bench_log = log  # type: ignore[attr-defined]
-        return proc
+        return processes.start(cmd, run.log_path, env={**os.environ, "PYTHONWARNINGS": "ignore"})
 
     def _finish(self, run: Run, proc: subprocess.Popen, timeout: float) -> int:
         try:
             code = proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.log(f"{run.name}: no result within {timeout:.0f}s; killing it")
-            _kill_tree(proc)
+            processes.kill_tree(proc)
             code = -9
-        proc._bench_log.close()  # type: ignore[attr-defined]
         return code
 
     def _execute(self, run: Run, quix_python: str | None) -> dict[str, Any]:
@@ -375,7 +371,7 @@ class Bench:
         try:
             code = self._finish(run, proc, timeout)
         except BaseException:  # Ctrl-C / SIGTERM: take the worker (and its JVM) down too
-            _kill_tree(proc)
+            processes.kill_tree(proc)
             raise
         resources = sampler.stop()
         result = self._result(run, code)
@@ -789,18 +785,3 @@ def _loadavg() -> list[float]:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
         return []
-
-
-def _kill_tree(proc: subprocess.Popen) -> None:
-    import psutil
-
-    try:
-        procs = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return
-    for p in procs:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            continue
-    proc.wait(10)

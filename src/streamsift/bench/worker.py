@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 import time
 from datetime import datetime
@@ -25,6 +24,7 @@ from typing import Any
 from streamsift.bench.common import (
     INGESTED_AT,
     JOIN_MAPPING,
+    JOIN_OUTPUT,
     JOIN_TABLE,
     ProgressLog,
     create_table_sql,
@@ -33,23 +33,11 @@ from streamsift.bench.common import (
     verify,
     verify_join,
 )
+from streamsift.loadtest import processes
+from streamsift.loadtest.schema import JOIN_FIELDS, LOAD_FIELDS, LOAD_MAPPING
 from streamsift.runtime.progress import RunStats
-from streamsift.testing.loadgen import JOIN_FIELDS, LOAD_FIELDS, LOAD_MAPPING
 
 TABLE = "events"
-# The dedup-join pipeline's output: (side, field, name) as `join.output` entries.
-JOIN_OUTPUT = [
-    ("left", "event_id", "event_id"),
-    ("left", "user.id", "user_id"),
-    ("left", "amount", "amount"),
-    ("left", "attempt", "attempt"),
-    ("left", "created_at", "created_at"),
-    ("left", "produced_at_ms", "produced_at_ms"),
-    ("right", "event_id", "profile_event_id"),
-    ("right", "user.plan", "plan"),
-    ("right", "attempt", "profile_attempt"),
-    ("right", "updated_at", "profile_updated_at"),
-]
 
 
 def pipeline_doc(spec: dict[str, Any], server_port: int | None = None) -> dict[str, Any]:
@@ -202,7 +190,7 @@ def batch_summary(log: dict[int, dict[str, Any]], topic: str | None = None) -> d
 def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     if spec.get("clickhouse") != "server":
         return _run_streamsift(spec, progress, None)
-    from streamsift.testing.clickhouse_http import spawn_server
+    from streamsift.embedded.clickhouse_server import spawn_server
 
     # a separate process, as a ClickHouse server would be; a child of this one, so the
     # runner's process-tree measurements count it
@@ -210,12 +198,7 @@ def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any
     try:
         return _run_streamsift(spec, progress, port)
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        processes.stop(server, 30)
 
 
 def _run_streamsift(

@@ -1,4 +1,4 @@
-"""`streamsift chaos`: the kill -9 harness (see streamsift.testing.chaos)."""
+"""`streamsift chaos`: the kill -9 harness (see streamsift.loadtest.chaos)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streamsift.testing.chaos import ChaosOptions, run_chaos
+    from streamsift.loadtest.chaos import ChaosOptions, run_chaos
 
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="streamsift-chaos-"))
     try:

@@ -11,15 +11,16 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
+from streamsift.embedded.broker import Broker
+from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
 from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.testing.broker import Broker
-from streamsift.testing.generator import EventSpec, Truth, generate, produce
 
 DEMO_FIELDS = (
     ("event_id", "string", "event_id", "UUID"),
@@ -143,9 +144,14 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     ]
 
 
-def print_report(report: dict[str, Any], as_json: bool) -> None:
+def print_report(
+    report: dict[str, Any],
+    as_json: bool,
+    lines: Callable[[dict[str, Any]], list[str]] = report_lines,
+) -> None:
+    """The report as one JSON object, or as the lines `lines` makes of it."""
     if as_json:
         print(json.dumps(report, sort_keys=True))
     else:
-        print("\n".join(report_lines(report)))
+        print("\n".join(lines(report)))
     sys.stdout.flush()

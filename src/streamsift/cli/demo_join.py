@@ -8,7 +8,7 @@ them (inner by default, or left outer) into embedded ClickHouse, until caught up
 reference computes the rows a correct pipeline must write from the generated data
 alone; the demo compares full row sets, the duplicates dropped on each side and the DLQ,
 and exits 1 on any mismatch. The pipeline, the malformed messages and the reference live in
-`streamsift.testing.join_events` (the kill -9 harness runs the same join).
+`streamsift.loadtest.join_events` (the kill -9 harness runs the same join).
 
 Left-outer NULL rows are written only once the join's watermark has passed their window
 (docs/semantics.md), which takes later events. So each stream ends with one event a day
@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamsift.runtime.progress import RunStats
-from streamsift.testing.join_events import (
+from streamsift.loadtest.join_events import (
     BAD_ORDERS,
     BAD_USERS,
     ORDERS_TOPIC,
@@ -38,8 +37,9 @@ from streamsift.testing.join_events import (
     TABLE,
     USERS_TOPIC,
     join_pipeline,
-    reference_join,
+    reference_rows,
 )
+from streamsift.runtime.progress import RunStats
 
 # ---------------------------------------------------------------------------- the run
 
@@ -97,20 +97,20 @@ class JoinDemoOptions:
 
 def run_join_demo(opts: JoinDemoOptions, progress: Any = None) -> dict[str, Any]:
     """Produce both streams, run the pipeline until caught up, compare with the reference."""
-    from streamsift.runtime.pipeline import PipelineRunner
-    from streamsift.runtime.query import DEFAULT_MAX_ROWS_PER_BATCH
-    from streamsift.testing.broker import Broker
-    from streamsift.testing.generator import (
+    from streamsift.embedded.broker import Broker
+    from streamsift.loadtest.generator import (
         JoinSpec,
         generate_join_streams,
         produce,
         produce_raw,
     )
+    from streamsift.runtime.pipeline import PipelineRunner
+    from streamsift.runtime.query import DEFAULT_MAX_ROWS_PER_BATCH
 
     streams = generate_join_streams(
         JoinSpec(orders=opts.events, users=opts.users, duplicates=opts.duplicates, seed=opts.seed)
     )
-    expected = reference_join(streams.orders, streams.users, opts.join_type)
+    expected = reference_rows(streams.orders, streams.users, opts.join_type)
     data_dir = opts.data_dir or Path(tempfile.mkdtemp(prefix="streamsift-demo-join-"))
     try:
         with Broker() as broker:
@@ -259,16 +259,9 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def print_report(report: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(report, sort_keys=True))
-    else:
-        print("\n".join(report_lines(report)))
-    sys.stdout.flush()
-
-
 def cmd_demo_join(args: Any) -> int:
     """`streamsift demo --join [--join-type inner|left]` (arguments of the `demo` parser)."""
+    from streamsift.cli.demo import print_report
     from streamsift.cli.output import StatusLine, fail
 
     join_type = args.join_type or "inner"
@@ -301,5 +294,5 @@ def cmd_demo_join(args: Any) -> int:
         )
     finally:
         status.close()
-    print_report(report, args.json)
+    print_report(report, args.json, report_lines)
     return 0 if report["ok"] else 1

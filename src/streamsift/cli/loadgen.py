@@ -101,8 +101,8 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    from streamsift.testing.broker import Broker, create_topic
-    from streamsift.testing.loadgen import LoadGenerator, LoadSpec
+    from streamsift.embedded.broker import Broker, create_topic
+    from streamsift.loadtest.loadgen import LoadGenerator, LoadSpec
 
     if args.events <= 0 or args.rps < 0 or args.partitions <= 0:
         return fail("--events and --partitions must be positive, --rps >= 0", code=2)
@@ -206,7 +206,7 @@ def join_windows(text: str) -> tuple[timedelta, timedelta]:
 def join_spec(args: argparse.Namespace) -> Any:
     """The JoinLoadSpec the --join-* arguments describe."""
     from streamsift.config.durations import parse_duration
-    from streamsift.testing.loadgen import JoinLoadSpec
+    from streamsift.loadtest.loadgen import JoinLoadSpec
 
     right = args.join_events if args.join_events is not None else args.events // 10
     left_window, right_window = join_windows(args.join_window)

@@ -1,5 +1,6 @@
-"""Test helpers shipped with the package: the bundled Kafka broker and data generators.
+"""Helpers used only by the test suite.
 
-Used by the test suite, `streamsift demo` and the benchmark; product code below the
-faces (cli, api) never imports this package.
+Nothing in streamsift's own code imports this package. What users run lives elsewhere: the
+bundled broker and the chdb-backed ClickHouse endpoint in `streamsift.embedded`, the
+generators, the load generator and the kill -9 harness in `streamsift.loadtest`.
 """

@@ -1,6 +1,6 @@
 """A load generator: realistic JSON events at a controlled rate, with ground truth.
 
-Builds on `testing.generator` (same event core: id, type, nested user, tags, amount, attempt,
+Builds on `loadtest.generator` (same event core: id, type, nested user, tags, amount, attempt,
 created_at) and adds what load tests need:
 
 - richer events (session and device objects, page, country) padded to `payload_bytes`;
@@ -14,7 +14,10 @@ created_at) and adds what load tests need:
   checksum of the ids a correct dedup pipeline must hold;
 - optionally (`JoinLoadSpec`) a second, related stream for a join: user profile events keyed
   by their own id, joined to the events on the user id, and the truth of an inner join with
-  dedup on both sides (`reference_join`, a small pure-Python reference).
+  dedup on both sides (`loadtest.reference`).
+
+Its events' pipeline schema and ClickHouse mapping are `loadtest.schema.LOAD_FIELDS` and
+`LOAD_MAPPING`, the join stream's `JOIN_FIELDS`.
 
 The event sequence is a pure function of the seed; only `produced_at_ms` depends on time.
 Messages are keyed by `event_id`, so all versions of an id share a partition.
@@ -22,16 +25,14 @@ Messages are keyed by `event_id`, so all versions of an id share a partition.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import sys
 import time
 import uuid
 from array import array
-from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -39,37 +40,9 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from streamsift.testing.generator import BASE_TIME, EventSpec, make_event
-
-# The load generator's events as a pipeline schema and ClickHouse mapping.
-LOAD_FIELDS = [
-    {"name": "event_id", "type": "string"},
-    {"name": "type", "type": "string"},
-    {"name": "user.id", "type": "string"},
-    {"name": "user.country", "type": "string"},
-    {"name": "session.id", "type": "string"},
-    {"name": "session.device.os", "type": "string"},
-    {"name": "tags", "type": "array"},
-    {"name": "amount", "type": "float"},
-    {"name": "attempt", "type": "int"},
-    {"name": "created_at", "type": "timestamp"},
-    {"name": "produced_at_ms", "type": "int"},
-]
-LOAD_MAPPING = [
-    {"field": "event_id", "column": "event_id", "type": "String"},
-    {"field": "type", "column": "type", "type": "LowCardinality(String)"},
-    {"field": "user.id", "column": "user_id", "type": "String"},
-    {"field": "user.country", "column": "country", "type": "LowCardinality(String)"},
-    {"field": "session.id", "column": "session_id", "type": "String"},
-    {"field": "session.device.os", "column": "os", "type": "LowCardinality(String)"},
-    {"field": "tags", "column": "tags", "type": "Array(String)"},
-    {"field": "amount", "column": "amount", "type": "Float64"},
-    {"field": "attempt", "column": "attempt", "type": "UInt32"},
-    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-    {"field": "produced_at_ms", "column": "produced_at_ms", "type": "Int64"},
-]
-# ClickHouse SQL giving the same number as `LoadTruth.id_checksum` over a table's ids.
-ID_CHECKSUM_SQL = "sum(reinterpretAsUInt32(reverse(unhex(substring(event_id, 1, 8)))))"
+from streamsift.loadtest.generator import BASE_TIME, EventSpec, make_event
+from streamsift.loadtest.reference import JoinTruth, reference_join
+from streamsift.loadtest.schema import id_checksum_part
 
 _COUNTRIES = ["DE", "US", "FR", "IN", "BR", "JP", "GB", "NL", "PL", "ES"]
 _OS = ["android", "ios", "windows", "macos", "linux"]
@@ -80,36 +53,9 @@ _PLANS = ["free", "free", "free", "pro", "team", "enterprise"]
 
 # `make_event` draws each event's user from u0..u999: the keys the join stream can match.
 LOAD_USERS = 1000
-# The join stream's profile events as a pipeline schema (dedup key `event_id`, join key
-# `user.id`, event time `updated_at`).
-JOIN_FIELDS = [
-    {"name": "event_id", "type": "string"},
-    {"name": "user.id", "type": "string"},
-    {"name": "user.plan", "type": "string"},
-    {"name": "user.country", "type": "string"},
-    {"name": "version", "type": "int"},
-    {"name": "attempt", "type": "int"},
-    {"name": "updated_at", "type": "timestamp"},
-]
-# ClickHouse SQL giving `JoinTruth.pair_checksum` over a table of joined rows; format it with
-# the columns holding the left and the right event id.
-PAIR_CHECKSUM_SQL = (
-    "sum(reinterpretAsUInt32(reverse(substring(MD5(concat({left}, '|', {right})), 1, 4))))"
-)
 # In join mode a late event's user id gets this prefix: a key no profile event carries, so
 # whether the join drops the event as behind its watermark or not, it matches nothing.
 LATE_USER_PREFIX = "late-"
-
-
-def id_checksum_part(event_id: str) -> int:
-    """The id's contribution to the truth checksum: its first 8 hex digits as a number."""
-    return int(event_id[:8], 16)
-
-
-def pair_checksum_part(left_id: str, right_id: str) -> int:
-    """A joined row's contribution to the pair checksum: the first 4 bytes of
-    md5("left|right") as a big-endian number (order-sensitive, unlike a sum of id parts)."""
-    return int.from_bytes(hashlib.md5(f"{left_id}|{right_id}".encode()).digest()[:4], "big")
 
 
 # The bundled broker's per-request cost grows with the number of record batches in a
@@ -205,107 +151,6 @@ class JoinLoadSpec:
         for name in ("left_window", "right_window", "dedup_window"):
             doc[f"{name}_s"] = doc.pop(name).total_seconds()
         return doc
-
-
-@dataclass
-class JoinTruth:
-    """What a correct inner join (dedup on both sides) of the two streams must write."""
-
-    left_messages: int = 0
-    right_messages: int = 0
-    left_kept: int = 0  # after dedup
-    right_kept: int = 0
-    left_duplicates: int = 0
-    right_duplicates: int = 0
-    left_matched: int = 0  # kept left records with at least one partner
-    left_unmatched: int = 0
-    expected_rows: int = 0  # joined rows: one per (left record, right record) pair
-    distinct_pairs: int = 0  # distinct (left id, right id) among them
-    pair_checksum: int = 0  # sum of pair_checksum_part over the rows
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-
-Record = tuple[str, str, int]  # (dedup id, join key, event time in ms)
-
-
-def dedup_first(records: Iterable[Record], window_ms: int) -> tuple[list[Record], int]:
-    """First-wins dedup as docs/semantics.md states it, for records in produce order.
-
-    The first record of an id is kept and becomes its reference; a later one is dropped when
-    its event time is less than the window away from the reference's (before or after), else
-    kept as the new reference. Messages are keyed by their id, so all records of an id share a
-    partition and arrive in produce order: judging per id in produce order is judging per
-    partition. (The "late" rule, which compares nothing, is left out: re-sends must come
-    within a window of their original, as the generator's do.)
-    """
-    reference: dict[str, int] = {}
-    kept: list[Record] = []
-    dropped = 0
-    for record in records:
-        rid, _key, t = record
-        ref = reference.get(rid)
-        if ref is not None and abs(t - ref) < window_ms:
-            dropped += 1
-            continue
-        reference[rid] = t
-        kept.append(record)
-    return kept, dropped
-
-
-def reference_join(
-    left: Iterable[Record],
-    right: Iterable[Record],
-    left_window: timedelta,
-    right_window: timedelta,
-    dedup_window: timedelta,
-) -> JoinTruth:
-    """The rows of an inner join of two streams, each deduplicated first (`dedup_first`).
-
-    A right record at tr matches a left record at tl with an equal key when
-    tl - right_window <= tr <= tl + left_window (both edges included); every matching pair is
-    one row. Assumes no record is behind the join's watermark (the generator keeps each
-    stream in order to within half its watermark delay; its late events have keys that match
-    nothing).
-    """
-    ms = timedelta(milliseconds=1)
-    dedup_ms, wl, wr = dedup_window // ms, left_window // ms, right_window // ms
-    left_records, right_records = list(left), list(right)
-    left_kept, left_dups = dedup_first(left_records, dedup_ms)
-    right_kept, right_dups = dedup_first(right_records, dedup_ms)
-    by_key: dict[str, list[tuple[int, str]]] = {}
-    for rid, key, t in right_kept:
-        by_key.setdefault(key, []).append((t, rid))
-    times: dict[str, list[int]] = {}
-    for key, entries in by_key.items():
-        entries.sort()
-        times[key] = [t for t, _ in entries]
-    truth = JoinTruth(
-        left_messages=len(left_records),
-        right_messages=len(right_records),
-        left_kept=len(left_kept),
-        right_kept=len(right_kept),
-        left_duplicates=left_dups,
-        right_duplicates=right_dups,
-    )
-    pairs: set[tuple[str, str]] = set()
-    for lid, key, tl in left_kept:
-        entries = by_key.get(key)
-        lo = hi = 0
-        if entries:
-            lo = bisect_left(times[key], tl - wr)
-            hi = bisect_right(times[key], tl + wl)
-        if hi <= lo:
-            truth.left_unmatched += 1
-            continue
-        truth.left_matched += 1
-        for _t, rid in entries[lo:hi]:  # type: ignore[index]
-            truth.expected_rows += 1
-            truth.pair_checksum += pair_checksum_part(lid, rid)
-            pairs.add((lid, rid))
-    truth.distinct_pairs = len(pairs)
-    return truth
 
 
 def _epoch_ms(iso: str) -> int:

@@ -4,6 +4,8 @@ Events look like a typical product stream: an id (the dedup key), a nested user,
 amount and an event time. A duplicate is a re-send of an earlier event with the same id and
 event time but a higher `attempt`, so a test can tell which version was kept. Messages are
 keyed by the event id: all versions of an id land in one partition, in produce order.
+Their pipeline schema and ClickHouse mapping are `loadtest.schema.EVENT_FIELDS` and
+`EVENT_MAPPING`.
 """
 
 from __future__ import annotations
@@ -18,28 +20,6 @@ from datetime import datetime, timedelta, timezone
 from confluent_kafka import Producer
 
 BASE_TIME = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-# The generator's events as a pipeline schema and a ClickHouse mapping (for tests and tools).
-EVENT_FIELDS = [
-    {"name": "event_id", "type": "string"},
-    {"name": "type", "type": "string"},
-    {"name": "user.id", "type": "string"},
-    {"name": "user.name", "type": "string"},
-    {"name": "tags", "type": "array"},
-    {"name": "amount", "type": "float"},
-    {"name": "attempt", "type": "int"},
-    {"name": "created_at", "type": "timestamp"},
-]
-EVENT_MAPPING = [
-    {"field": "event_id", "column": "event_id", "type": "String"},
-    {"field": "type", "column": "type", "type": "LowCardinality(String)"},
-    {"field": "user.id", "column": "user_id", "type": "String"},
-    {"field": "user.name", "column": "user_name", "type": "String"},
-    {"field": "tags", "column": "tags", "type": "Array(String)"},
-    {"field": "amount", "column": "amount", "type": "Float64"},
-    {"field": "attempt", "column": "attempt", "type": "UInt32"},
-    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-]
 
 
 @dataclass
@@ -180,20 +160,8 @@ def produce_raw(
 # ---------------------------------------------------------------------------- two related streams
 
 # Orders (the left side of a join) and user profile events (the right side), for join demos
-# and tests. Schemas as pipeline fields; the dedup key of each is its Kafka message key.
-ORDER_FIELDS = [
-    {"name": "order_id", "type": "string"},
-    {"name": "user_id", "type": "string"},
-    {"name": "amount", "type": "float"},
-    {"name": "created_at", "type": "timestamp"},
-]
-USER_FIELDS = [
-    {"name": "event_id", "type": "string"},
-    {"name": "user.id", "type": "string"},
-    {"name": "user.name", "type": "string"},
-    {"name": "user.plan", "type": "string"},
-    {"name": "updated_at", "type": "timestamp"},
-]
+# and tests (schemas: loadtest.schema.ORDER_FIELDS, USER_FIELDS). The dedup key of each is
+# its Kafka message key.
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ under-reports, and it has no transactions, SASL or TLS.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -126,11 +125,3 @@ def create_topic(
             return
         time.sleep(0.1)
     raise BrokerError(f"topic {name} did not show {partitions} partitions")
-
-
-def have_tansu() -> bool:
-    try:
-        tansu_binary()
-    except BrokerError:
-        return False
-    return shutil.which("true") is not None

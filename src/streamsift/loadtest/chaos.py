@@ -14,7 +14,7 @@ Two pipeline shapes:
 - `dedup`: one 3-partition topic of generated events (with re-sends and one malformed
   payload per `malformed_every` events), deduplicated on `event_id`. The verdict counts
   missing and doubled keys, rows holding a re-send instead of the first version, and the DLQ.
-- `join`: the pipeline of `streamsift demo --join` (streamsift.testing.join_events): orders
+- `join`: the pipeline of `streamsift demo --join` (streamsift.loadtest.join_events): orders
   and user profile events on two 3-partition topics, deduplicated each, then the temporal
   join orders ⋈ users on the user id; inner by default. Both topics keep receiving events,
   in step in event time, in slices spread over the whole kill phase, with one malformed
@@ -40,9 +40,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -58,11 +56,10 @@ import clickhouse_connect
 import yaml
 from confluent_kafka import Producer
 
-from streamsift.testing.broker import Broker
-from streamsift.testing.clickhouse_http import spawn_server
-from streamsift.testing.generator import (
-    EVENT_FIELDS,
-    EVENT_MAPPING,
+from streamsift.embedded.broker import Broker
+from streamsift.embedded.clickhouse_server import spawn_server
+from streamsift.loadtest import processes
+from streamsift.loadtest.generator import (
     EventSpec,
     JoinSpec,
     JoinStreams,
@@ -71,7 +68,7 @@ from streamsift.testing.generator import (
     generate_join_streams,
     produce,
 )
-from streamsift.testing.join_events import (
+from streamsift.loadtest.join_events import (
     BAD_ORDERS,
     BAD_USERS,
     ORDERS_TOPIC,
@@ -80,8 +77,9 @@ from streamsift.testing.join_events import (
     USERS_TOPIC,
     in_step,
     join_pipeline_doc,
-    reference_join,
+    reference_rows,
 )
+from streamsift.loadtest.schema import EVENT_FIELDS, EVENT_MAPPING
 
 SHAPES = ("dedup", "join")
 JOIN_TYPES = ("inner", "left")
@@ -349,7 +347,7 @@ class _JoinShape:
             _catch_up(path)
 
     def verdict(self, client: Any) -> Verdict:
-        expected = reference_join(self.streams.orders, self.streams.users, self.opts.join_type)
+        expected = reference_rows(self.streams.orders, self.streams.users, self.opts.join_type)
         actual: Counter = Counter(
             (o, e, float(a), n, p)
             for o, e, a, n, p in client.query(f"SELECT {ROW_COLUMNS} FROM {TABLE}").result_rows
@@ -456,14 +454,17 @@ def run_chaos(opts: ChaosOptions, log: Any = print) -> ChaosReport:
             checkpoint = work / "checkpoint"
             for k in range(opts.kills):
                 before = _activity(checkpoint)
-                proc = _start(path, logs / f"run-{k + 1:02d}.log")
+                proc = processes.start(
+                    [sys.executable, "-m", "streamsift.cli.main", "run", str(path)],
+                    logs / f"run-{k + 1:02d}.log",
+                    own_session=True,  # killed as one, PySpark's daemons included
+                )
                 waited = 0.0
                 if opts.up_from == "work":
                     waited = _wait_for_work(proc, checkpoint, before, WORK_TIMEOUT_S)
                 up = rng.uniform(opts.min_up_s, opts.max_up_s)
                 time.sleep(up)
-                stray = _kill_run(proc)
-                proc.wait()
+                stray = processes.kill_tree(proc)
                 kill_times.append(round(waited + up, 1))
                 working = _activity(checkpoint) != before  # a batch planned, run or committed
                 mid_run += working
@@ -487,11 +488,9 @@ def run_chaos(opts: ChaosOptions, log: Any = print) -> ChaosReport:
             verdict = shape.verdict(client)
         finally:
             if proc is not None and proc.poll() is None:  # interrupted inside a round
-                _kill_run(proc)
-                proc.wait()
-            if endpoint is not None and endpoint.poll() is None:
-                endpoint.terminate()
-                endpoint.wait(10)
+                processes.kill_tree(proc)
+            if endpoint is not None:
+                processes.stop(endpoint, 10)
     return ChaosReport(
         mode=opts.mode,
         kills=opts.kills,
@@ -501,55 +500,6 @@ def run_chaos(opts: ChaosOptions, log: Any = print) -> ChaosReport:
         shape=shape.label,
         kills_mid_run=mid_run,
     )
-
-
-def _kill_run(proc: subprocess.Popen) -> int:
-    """SIGKILL a run: its process group, then every other process of its session.
-
-    The run is its own session and process group, but PySpark's worker daemons move into
-    process groups of their own (pyspark/daemon.py: `os.setpgid(0, 0)`), so killing the group
-    leaves them running until they notice the JVM is gone (they then SIGHUP their workers).
-    Killing the session's other members too makes the kill one instant, like a lost machine.
-    Returns how many processes outside the group were killed.
-    """
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    stray: set[int] = set()
-    for _ in range(20):
-        members = _session_members(proc.pid)
-        if not members:
-            break
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        stray |= {pid for pid, group in members.items() if group != proc.pid}
-        time.sleep(0.05)
-    return len(stray)
-
-
-def _session_members(sid: int) -> dict[int, int]:
-    """Live (not zombie) processes of session `sid` and their process groups, from /proc
-    (empty where there is no /proc)."""
-    members = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # after the command: state, ppid, pgrp, session, ...
-        if len(fields) > 3 and fields[3] == str(sid) and fields[0] not in ("Z", "X"):
-            members[int(stat.parent.name)] = int(fields[2])
-    return members
-
-
-def _start(path: Path, log_file: Path) -> subprocess.Popen:
-    with log_file.open("wb") as out:  # the child keeps its own descriptor
-        return subprocess.Popen(
-            [sys.executable, "-m", "streamsift.cli.main", "run", str(path)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
 
 
 def _batch_logs(checkpoint: Path) -> tuple[int, int]:

@@ -9,8 +9,10 @@ format (Native by default, Arrow for ``query_arrow``), commands, ``INSERT ... FO
 ClickHouse-style errors (``X-ClickHouse-Exception-Code``).
 
 Run it in-process (``ClickHouseHTTPServer(...).start()``) or as its own process
-(``python -m streamsift.testing.clickhouse_http --data-dir D --port P``, see ``spawn_server``),
-which tests can SIGKILL and restart on the same directory and port.
+(``python -m streamsift.embedded.clickhouse_server --data-dir D --port P``, see ``spawn_server``),
+which tests can SIGKILL and restart on the same directory and port. What a request says and
+how errors read is in ``clickhouse_protocol``; fault injection (``/_faults``) in
+``clickhouse_faults``.
 
 Not supported: multipart/form-data requests (external data, ``form_encode_query_params``),
 ClickHouse's own block compression (``compress=1``/``decompress=1`` URL parameters),
@@ -37,168 +39,30 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
-import zlib
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlsplit
+
+from streamsift.embedded.clickhouse_faults import Fault, FaultInjector, Faults
+from streamsift.embedded.clickhouse_protocol import (
+    OUTPUT_KINDS,
+    ClickHouseError,
+    Statement,
+    content_type,
+    decompressed,
+    prepend,
+    quote,
+    quote_ident,
+    read_statement,
+    split_params,
+)
 
 logger = logging.getLogger(__name__)
-
-_CHUNK = 8 * 1024 * 1024  # slice size for feeding uncompressed insert bodies to chdb
-
-# URL parameters that are part of the HTTP protocol, not settings.
-_TRANSPORT_PARAMS = frozenset(
-    {
-        "query",
-        "database",
-        "default_format",
-        "user",
-        "password",
-        "quota_key",
-        "query_id",
-        "stacktrace",
-        "role",
-        "buffer_size",
-        "wait_end_of_query",
-        "session_id",
-        "session_timeout",
-        "session_check",
-        "close_session",
-        "compress",
-        "decompress",
-        "client_protocol_version",
-    }
-)
-# Real settings that only steer the HTTP layer (or cannot be undone per request): ignored.
-_IGNORED_SETTINGS = frozenset(
-    {
-        "enable_http_compression",
-        "send_progress_in_http_headers",
-        "http_headers_progress_interval_ms",
-        "cancel_http_readonly_queries_on_client_close",
-        "add_http_cors_header",
-        "readonly",
-    }
-)
-_SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-_ERROR = re.compile(r"Code: (\d+)\. ")
-_ERROR_NAME = re.compile(r"\(([A-Z][A-Z0-9_]+)\)")
-
-# Statements that produce a result set (and so an X-ClickHouse-Format header).
-_OUTPUT_KINDS = frozenset(
-    {"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXISTS", "EXPLAIN", "CHECK", "("}
-)
-
-# ClickHouse's HTTPHandler maps some exception codes to HTTP statuses; the rest are 500.
-_HTTP_STATUS_BY_NAME: dict[str, int] = {
-    **dict.fromkeys(
-        [
-            "BAD_ARGUMENTS",
-            "CANNOT_COMPILE_REGEXP",
-            "CANNOT_PARSE_TEXT",
-            "CANNOT_PARSE_ESCAPE_SEQUENCE",
-            "CANNOT_PARSE_QUOTED_STRING",
-            "CANNOT_PARSE_DATE",
-            "CANNOT_PARSE_DATETIME",
-            "CANNOT_PARSE_NUMBER",
-            "CANNOT_PARSE_DOMAIN_VALUE_FROM_STRING",
-            "CANNOT_PARSE_IPV4",
-            "CANNOT_PARSE_IPV6",
-            "CANNOT_PARSE_INPUT_ASSERTION_FAILED",
-            "CANNOT_PARSE_UUID",
-            "DUPLICATE_COLUMN",
-            "ILLEGAL_COLUMN",
-            "UNKNOWN_ELEMENT_IN_AST",
-            "UNKNOWN_TYPE_OF_AST_NODE",
-            "THERE_IS_NO_COLUMN",
-            "TOO_DEEP_AST",
-            "TOO_BIG_AST",
-            "UNEXPECTED_AST_STRUCTURE",
-            "SYNTAX_ERROR",
-            "INCORRECT_DATA",
-            "TYPE_MISMATCH",
-            "VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE",
-        ],
-        400,
-    ),
-    **dict.fromkeys(
-        [
-            "UNKNOWN_TABLE",
-            "UNKNOWN_FUNCTION",
-            "UNKNOWN_IDENTIFIER",
-            "UNKNOWN_TYPE",
-            "UNKNOWN_STORAGE",
-            "UNKNOWN_DATABASE",
-            "UNKNOWN_SETTING",
-            "UNKNOWN_DIRECTION_OF_SORTING",
-            "UNKNOWN_AGGREGATE_FUNCTION",
-            "UNKNOWN_FORMAT",
-            "UNKNOWN_DATABASE_ENGINE",
-            "UNKNOWN_TYPE_OF_QUERY",
-        ],
-        404,
-    ),
-    "QUERY_IS_TOO_LARGE": 413,
-    "NOT_IMPLEMENTED": 501,
-    "SOCKET_TIMEOUT": 503,
-    "CANNOT_OPEN_FILE": 503,
-    "CANNOT_SCHEDULE_TASK": 503,
-    "TIMEOUT_EXCEEDED": 408,
-}
-_FAULT_NAMES = {
-    1002: "UNKNOWN_EXCEPTION",
-    202: "TOO_MANY_SIMULTANEOUS_QUERIES",
-    209: "SOCKET_TIMEOUT",
-    210: "NETWORK_ERROR",
-    252: "TOO_MANY_PARTS",
-}
-
-
-class ClickHouseError(Exception):
-    """An error to report in ClickHouse's format: ``Code: N. DB::Exception: ... (NAME)``."""
-
-    def __init__(self, code: int, name: str, message: str, *, text: str | None = None) -> None:
-        super().__init__(text or f"Code: {code}. DB::Exception: {message}. ({name})")
-        self.code = code
-        self.name = name
-
-    @classmethod
-    def from_chdb(cls, exc: BaseException) -> ClickHouseError:
-        """Wrap a chdb error, keeping its own ``Code: N. DB::Exception: ... (NAME)`` text."""
-        text = str(exc)
-        match = _ERROR.search(text)
-        if match is None:
-            return cls(1001, "STD_EXCEPTION", text.rstrip(". "))
-        names = _ERROR_NAME.findall(text)
-        name = names[-1] if names else ""
-        return cls(int(match.group(1)), name, "", text=text[match.start() :].strip())
-
-    @property
-    def http_status(self) -> int:
-        return _HTTP_STATUS_BY_NAME.get(self.name, 500)
-
-
-@dataclass
-class Faults:
-    """Fault injection for chaos tests; applies to query and insert requests, not /ping.
-
-    ``fail_remaining`` requests answer ``status`` with a ClickHouse error of ``code`` (status 0:
-    drop the connection without an answer). With ``after_execute`` the statement runs first, so
-    an insert commits and the client still sees a failure. ``delay_ms`` delays every request.
-    """
-
-    fail_remaining: int = 0
-    status: int = 503
-    code: int = 1002
-    after_execute: bool = False
-    delay_ms: int = 0
 
 
 @dataclass
@@ -213,243 +77,6 @@ class _Reply:
 class _InsertResult:
     rows_written: int
     bytes_written: int
-
-
-@dataclass
-class _Statement:
-    """What the head of a request says: the statement kind, and for INSERT ... FORMAT where data starts."""
-
-    kind: str
-    sql: str = ""
-    fmt: str | None = None
-    data_offset: int | None = None  # set for INSERT with inline data (FORMAT x / VALUES)
-
-
-class _NeedMore(Exception):
-    """The buffer ends inside a token: read more of the body."""
-
-
-# --------------------------------------------------------------------------- request parsing
-
-
-def _top_level_words(buf: bytes, complete: bool) -> Iterator[tuple[str, int, int]]:
-    """Yield (UPPER_WORD, start, end) for words outside brackets, quotes and comments.
-
-    A leading "(" is reported as the word "(" so a parenthesised SELECT is recognised.
-    Raises _NeedMore when the buffer is cut inside a token and more data may follow.
-    """
-    i, n, depth, first = 0, len(buf), 0, True
-    while i < n:
-        c = buf[i]
-        if c in b" \t\r\n\f\v":
-            i += 1
-        elif buf.startswith(b"--", i) or c == 0x23:  # -- and # comments
-            j = buf.find(b"\n", i)
-            if j < 0:
-                if complete:
-                    return
-                raise _NeedMore
-            i = j + 1
-        elif buf.startswith(b"/*", i):
-            j = buf.find(b"*/", i + 2)
-            if j < 0:
-                if complete:
-                    return
-                raise _NeedMore
-            i = j + 2
-        elif c in b"'\"`":
-            j = i + 1
-            while True:
-                if j >= n or (buf[j] == c and j + 1 >= n and not complete):
-                    if complete:
-                        return
-                    raise _NeedMore
-                if buf[j] == 0x5C:  # backslash escape
-                    j += 2
-                elif buf[j] == c:
-                    if j + 1 < n and buf[j + 1] == c:  # doubled quote
-                        j += 2
-                    else:
-                        j += 1
-                        break
-                else:
-                    j += 1
-            i = j
-            first = False
-        elif c in b"([{":
-            if first:
-                yield "(", i, i + 1
-            depth += 1
-            i += 1
-            first = False
-        elif c in b")]}":
-            depth = max(0, depth - 1)
-            i += 1
-        else:
-            match = _WORD.match(buf, i)
-            if match is None:
-                i += 1
-                first = False
-                continue
-            j = match.end()
-            if j >= n and not complete:
-                raise _NeedMore
-            if depth == 0:
-                yield buf[i:j].decode("ascii").upper(), i, j
-            i = j
-            first = False
-
-
-def _parse_statement(buf: bytes, complete: bool) -> _Statement | None:
-    """Classify the request text in buf; None means: read more of the body first."""
-    try:
-        words = _top_level_words(buf, complete)
-        first = next(words, None)
-        if first is None:
-            return _Statement(kind="") if complete else None
-        kind = first[0]
-        if kind == "INSERT":
-            for word, start, end in words:
-                if word == "FORMAT":
-                    name = next(words, None)
-                    if name is None:
-                        break  # let chdb report the syntax error
-                    pos = name[2]
-                    while pos < len(buf) and buf[pos] in b" \t\f":
-                        pos += 1
-                    if pos < len(buf) and buf[pos] == 0x0D:
-                        pos += 1
-                    if pos < len(buf) and buf[pos] == 0x0A:
-                        pos += 1
-                    if pos >= len(buf) and not complete:
-                        return None
-                    sql = buf[:start].decode()
-                    return _Statement(
-                        kind, sql=sql, fmt=buf[name[1] : name[2]].decode(), data_offset=pos
-                    )
-                if word == "VALUES":
-                    return _Statement(kind, sql=buf[:start].decode(), fmt="Values", data_offset=end)
-                if word in ("SELECT", "WITH"):
-                    break
-        if not complete:
-            return None
-        fmt = None
-        previous = kind
-        for word, start, end in words:
-            if previous == "FORMAT":
-                fmt = buf[start:end].decode()
-            previous = word
-        return _Statement(kind, sql=buf.decode(), fmt=fmt)
-    except _NeedMore:
-        return None
-
-
-def _decompressed(encoding: str, body: bytes) -> Iterator[bytes]:
-    """Yield the request body decoded per Content-Encoding, one frame or slice at a time."""
-    enc = encoding.strip().lower()
-    if enc in ("", "identity"):
-        view = memoryview(body)
-        for start in range(0, len(view), _CHUNK):
-            yield bytes(view[start : start + _CHUNK])
-        return
-    data = body
-    try:
-        if enc == "lz4":  # clickhouse-connect sends one LZ4 frame per block
-            import lz4.frame
-
-            while data:
-                lz4_dec = lz4.frame.LZ4FrameDecompressor()
-                yield lz4_dec.decompress(data)
-                if not lz4_dec.eof:
-                    raise ClickHouseError(
-                        271, "CANNOT_DECOMPRESS", "Truncated lz4 frame in request body"
-                    )
-                data = lz4_dec.unused_data
-        elif enc == "zstd":
-            if sys.version_info >= (3, 14):
-                from compression import zstd
-            else:
-                from backports import zstd
-            while data:
-                zstd_dec = zstd.ZstdDecompressor()
-                yield zstd_dec.decompress(data)
-                if not zstd_dec.eof:
-                    raise ClickHouseError(
-                        271, "CANNOT_DECOMPRESS", "Truncated zstd frame in request body"
-                    )
-                data = zstd_dec.unused_data
-        elif enc in ("gzip", "x-gzip", "deflate"):
-            while data:
-                zlib_dec = zlib.decompressobj(wbits=31 if "gzip" in enc else 15)
-                yield zlib_dec.decompress(data)
-                if not zlib_dec.eof:
-                    raise ClickHouseError(
-                        271, "CANNOT_DECOMPRESS", f"Truncated {enc} stream in request body"
-                    )
-                data = zlib_dec.unused_data
-        elif enc == "br":
-            import brotli  # type: ignore[import-not-found]
-
-            yield brotli.decompress(data)
-        else:
-            raise ClickHouseError(48, "NOT_IMPLEMENTED", f"Unknown Content-Encoding: {encoding}")
-    except ImportError as exc:
-        raise ClickHouseError(
-            48, "NOT_IMPLEMENTED", f"Content-Encoding {enc} needs {exc.name}"
-        ) from exc
-    except (RuntimeError, ValueError, zlib.error) as exc:  # lz4, zstd and zlib decode errors
-        raise ClickHouseError(
-            271, "CANNOT_DECOMPRESS", f"Cannot decompress request body: {exc}"
-        ) from exc
-
-
-def _read_statement(chunks: Iterator[bytes]) -> tuple[_Statement, bytes, Iterator[bytes]]:
-    """Read just enough of the body to know the statement; return it, the head read and the rest."""
-    head = bytearray()
-    for chunk in chunks:
-        head += chunk
-        stmt = _parse_statement(bytes(head), complete=False)
-        if stmt is not None:
-            return stmt, bytes(head), chunks
-    data = bytes(head)
-    stmt = _parse_statement(data, complete=True)
-    assert stmt is not None
-    return stmt, data, iter(())
-
-
-def _split_params(params: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Split URL parameters into ClickHouse settings and query parameters (param_*)."""
-    settings: dict[str, str] = {}
-    query_params: dict[str, str] = {}
-    for key, value in params.items():
-        if key.startswith("param_"):
-            query_params[key[len("param_") :]] = value
-        elif key in _TRANSPORT_PARAMS or key in _IGNORED_SETTINGS or key.startswith("http_"):
-            continue
-        elif not _SETTING_NAME.match(key):
-            raise ClickHouseError(115, "UNKNOWN_SETTING", f"Unknown setting '{key}'")
-        else:
-            settings[key] = value
-    return settings, query_params
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _quote_ident(name: str) -> str:
-    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
-
-
-def _content_type(fmt: str) -> str:
-    lower = fmt.lower()
-    if lower.startswith("tabseparated") or lower.startswith("tsv"):
-        return "text/tab-separated-values; charset=UTF-8"
-    if lower.startswith("json"):
-        return "application/json; charset=UTF-8"
-    if lower.startswith("csv"):
-        return "text/csv; charset=UTF-8"
-    return "application/octet-stream"
 
 
 # --------------------------------------------------------------------------- server
@@ -569,8 +196,7 @@ class ClickHouseHTTPServer:
         self.host = host
         self._port = port
         self.fault_endpoint = fault_endpoint  # serve /_faults (for tests driving a subprocess)
-        self.faults = Faults()
-        self._faults_lock = threading.Lock()
+        self.fault_injector = FaultInjector()
         self._lock = threading.Lock()  # serialises everything that touches the chdb session
         self._session: Any = None
         self._httpd: _HTTPServer | None = None
@@ -589,6 +215,10 @@ class ClickHouseHTTPServer:
         return f"http://{self.host}:{self.port}"
 
     @property
+    def faults(self) -> Faults:
+        return self.fault_injector.faults
+
+    @property
     def delay_ms(self) -> int:
         return self.faults.delay_ms
 
@@ -600,11 +230,7 @@ class ClickHouseHTTPServer:
         self, n: int = 1, status: int = 503, *, code: int = 1002, after_execute: bool = False
     ) -> None:
         """Make the next n query/insert requests fail (see Faults); status 0 drops the connection."""
-        with self._faults_lock:
-            self.faults.fail_remaining = n
-            self.faults.status = status
-            self.faults.code = code
-            self.faults.after_execute = after_execute
+        self.fault_injector.fail_next(n, status, code=code, after_execute=after_execute)
 
     def start(self) -> ClickHouseHTTPServer:
         """Open the chdb data directory and serve HTTP in a background thread."""
@@ -668,27 +294,10 @@ class ClickHouseHTTPServer:
     def _control_faults(self, params: dict[str, str]) -> _Reply:
         """GET/POST /_faults?fail_next=N&status=S&code=C&after_execute=1&delay_ms=X (for subprocesses)."""
         try:
-            if "fail_next" in params:
-                self.fail_next(
-                    int(params["fail_next"]),
-                    int(params.get("status", 503)),
-                    code=int(params.get("code", 1002)),
-                    after_execute=params.get("after_execute", "0") in ("1", "true"),
-                )
-            if "delay_ms" in params:
-                self.delay_ms = int(params["delay_ms"])
+            faults = self.fault_injector.configure(params)
         except ValueError as exc:
             return _Reply(400, f"bad fault parameter: {exc}\n".encode())
-        return _Reply(
-            200, json.dumps(asdict(self.faults)).encode(), {"Content-Type": "application/json"}
-        )
-
-    def _take_fault(self) -> tuple[int, int, bool] | None:
-        with self._faults_lock:
-            if self.faults.fail_remaining <= 0:
-                return None
-            self.faults.fail_remaining -= 1
-            return self.faults.status, self.faults.code, self.faults.after_execute
+        return _Reply(200, json.dumps(faults).encode(), {"Content-Type": "application/json"})
 
     def _handle(self, params: dict[str, str], encoding: str, body: bytes) -> _Reply:
         """Run one query or insert request and build its reply (errors in ClickHouse's format)."""
@@ -700,13 +309,13 @@ class ClickHouseHTTPServer:
         }
         if self.faults.delay_ms > 0:
             time.sleep(self.faults.delay_ms / 1000)
-        fault = self._take_fault()
+        fault: Fault | None = self.fault_injector.take()
         try:
-            if fault is not None and not fault[2]:
-                raise self._fault_error(fault)
+            if fault is not None and not fault.after_execute:
+                raise fault.error()
             reply = self._execute(params, encoding, body, headers)
             if fault is not None:
-                raise self._fault_error(fault)
+                raise fault.error()
             return reply
         except ClickHouseError as err:
             error = err
@@ -715,18 +324,11 @@ class ClickHouseHTTPServer:
             error = ClickHouseError(
                 1001, "STD_EXCEPTION", "Internal error in the chdb HTTP endpoint"
             )
-        if fault is not None and fault[0] == 0:
+        if fault is not None and fault.status == 0:
             return _Reply(0, drop=True)
         headers["X-ClickHouse-Exception-Code"] = str(error.code)
-        status = fault[0] if fault is not None else error.http_status
+        status = fault.status if fault is not None else error.http_status
         return _Reply(status, (str(error) + "\n").encode(), headers)
-
-    @staticmethod
-    def _fault_error(fault: tuple[int, int, bool]) -> ClickHouseError:
-        status, code, _ = fault
-        return ClickHouseError(
-            code, _FAULT_NAMES.get(code, "INJECTED_FAULT"), f"Injected fault (HTTP {status})"
-        )
 
     def _execute(
         self, params: dict[str, str], encoding: str, body: bytes, headers: dict[str, str]
@@ -737,13 +339,13 @@ class ClickHouseHTTPServer:
                 "NOT_IMPLEMENTED",
                 "ClickHouse block compression (compress/decompress) is not supported",
             )
-        settings, query_params = _split_params(params)
+        settings, query_params = split_params(params)
         query = params.get("query", "")
-        chunks = _decompressed(encoding, body)
+        chunks = decompressed(encoding, body)
         if query:
-            chunks = _prepend(query.encode() + b"\n", chunks)
+            chunks = prepend(query.encode() + b"\n", chunks)
         try:
-            stmt, head, rest = _read_statement(chunks)
+            stmt, head, rest = read_statement(chunks)
         except UnicodeDecodeError as exc:  # chdb takes SQL as str
             raise ClickHouseError(36, "BAD_ARGUMENTS", f"Query is not valid UTF-8: {exc}") from exc
         if not stmt.kind:
@@ -754,10 +356,10 @@ class ClickHouseHTTPServer:
             if session is None:
                 raise ClickHouseError(210, "NETWORK_ERROR", "Server is shutting down")
             try:
-                session.query(f"USE {_quote_ident(database)}")
+                session.query(f"USE {quote_ident(database)}")
                 if settings:
                     session.query(
-                        "SET " + ", ".join(f"{k} = {_quote(v)}" for k, v in settings.items())
+                        "SET " + ", ".join(f"{k} = {quote(v)}" for k, v in settings.items())
                     )
             except RuntimeError as exc:
                 raise ClickHouseError.from_chdb(exc) from exc
@@ -778,7 +380,7 @@ class ClickHouseHTTPServer:
 
     @staticmethod
     def _insert(
-        session: Any, stmt: _Statement, head: bytes, rest: Iterator[bytes], headers: dict[str, str]
+        session: Any, stmt: Statement, head: bytes, rest: Iterator[bytes], headers: dict[str, str]
     ) -> _Reply:
         """INSERT ... FORMAT x with the data in the body, inserted from a spooled file.
 
@@ -815,7 +417,7 @@ class ClickHouseHTTPServer:
     @staticmethod
     def _query(
         session: Any,
-        stmt: _Statement,
+        stmt: Statement,
         params: dict[str, str],
         query_params: dict[str, str],
         headers: dict[str, str],
@@ -826,9 +428,9 @@ class ClickHouseHTTPServer:
             raise ClickHouseError(73, "UNKNOWN_FORMAT", f"Unknown format {fmt}")
         result = session.query(stmt.sql, fmt, params=query_params or None)
         data = result.bytes() if result is not None else b""
-        if data or stmt.kind in _OUTPUT_KINDS:
+        if data or stmt.kind in OUTPUT_KINDS:
             headers["X-ClickHouse-Format"] = fmt
-            headers["Content-Type"] = _content_type(fmt)
+            headers["Content-Type"] = content_type(fmt)
         if result is not None:
             headers["X-ClickHouse-Summary"] = json.dumps(
                 {
@@ -842,11 +444,6 @@ class ClickHouseHTTPServer:
                 }
             )
         return _Reply(200, data, headers)
-
-
-def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
-    yield first
-    yield from rest
 
 
 # --------------------------------------------------------------------------- processes
@@ -864,7 +461,7 @@ def spawn_server(
 
     The child is its own session leader (so a test can SIGKILL it alone); stderr is inherited.
     """
-    command = [python or sys.executable, "-m", "streamsift.testing.clickhouse_http"]
+    command = [python or sys.executable, "-m", "streamsift.embedded.clickhouse_server"]
     command += ["--data-dir", str(data_dir), "--port", str(port)]
     if fault_endpoint:
         command.append("--fault-endpoint")
@@ -897,17 +494,10 @@ def spawn_server(
     return proc, int(match.group(1))
 
 
-def set_remote_faults(url: str, **faults: int | bool) -> dict[str, Any]:
-    """Set faults on a running endpoint (e.g. a spawned one): fail_next, status, code, after_execute, delay_ms."""
-    query = urlencode({k: int(v) for k, v in faults.items()})
-    with urllib.request.urlopen(f"{url.rstrip('/')}/_faults?{query}", data=b"", timeout=10) as resp:
-        return json.loads(resp.read())
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the endpoint in the foreground until SIGTERM/SIGINT; print 'listening on HOST:PORT'."""
     parser = argparse.ArgumentParser(
-        prog="python -m streamsift.testing.clickhouse_http",
+        prog="python -m streamsift.embedded.clickhouse_server",
         description="A ClickHouse HTTP endpoint backed by chdb (one process per data directory).",
     )
     parser.add_argument(

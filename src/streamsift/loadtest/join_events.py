@@ -5,7 +5,8 @@ inner or left-outer temporal join of orders with user profile events on the user
 malformed messages each side's parser must send to the DLQ, the produce order that keeps
 both topics in step in event time, and an independent reference that computes from the
 generated messages alone the rows a correct pipeline writes. The streams themselves come
-from `streamsift.testing.generator.generate_join_streams`.
+from `streamsift.loadtest.generator.generate_join_streams`; the dedup and the join of the
+reference are those of `streamsift.loadtest.reference`.
 """
 
 from __future__ import annotations
@@ -13,15 +14,16 @@ from __future__ import annotations
 import heapq
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from streamsift.config import format_duration, parse_pipeline
 from streamsift.config.models import Pipeline
-from streamsift.testing.generator import ORDER_FIELDS, USER_FIELDS
+from streamsift.loadtest.reference import dedup_first, interval_join
+from streamsift.loadtest.schema import ORDER_FIELDS, USER_FIELDS, sink_mapping
 
 ORDERS_TOPIC, USERS_TOPIC = "orders", "users"
 TABLE = "orders_enriched"
@@ -104,10 +106,7 @@ def join_pipeline_doc(
             "create_table": True,
             "order_by": ["order_id"],
             "mapping": [
-                {"field": "order_id", "column": "order_id", "type": "String"},
-                {"field": "user_id", "column": "user_id", "type": "String"},
-                {"field": "amount", "column": "amount", "type": "Float64"},
-                {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
+                *sink_mapping(("order_id", "user_id", "amount", "created_at")),
                 *(
                     {"field": a, "column": a, "type": "Nullable(String)"}
                     for a in ("user_event_id", "user_name", "plan")
@@ -163,7 +162,7 @@ def in_step(orders: list[dict], users: list[dict]) -> list[tuple[str, dict]]:
 
 @dataclass
 class Expected:
-    """What a correct pipeline writes for the generated streams (see `reference_join`)."""
+    """What a correct pipeline writes for the generated streams (see `reference_rows`)."""
 
     rows: Counter[Row] = field(default_factory=Counter)
     order_duplicates: int = 0
@@ -173,58 +172,44 @@ class Expected:
     pending: int = 0  # left outer: unmatched orders whose window the watermark has not passed
 
 
+_MICROSECOND = timedelta(microseconds=1)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def _time(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-def _first_arrivals(
-    events: Iterable[dict], key: Callable[[dict], str], at: Callable[[dict], datetime]
-) -> tuple[list[tuple[dict, datetime]], int]:
-    """Dedup as documented: the first record of a key is kept; a later one whose event time
-    is less than the window away from the kept one is dropped, else kept as the new reference.
-    Every message is keyed by its dedup key, so all records of a key share a partition and
-    arrive in produce order: judging per key in produce order is judging per partition. No
-    record is late (the producers keep every record well inside the windows)."""
-    kept: list[tuple[dict, datetime]] = []
-    reference: dict[str, datetime] = {}
-    dropped = 0
-    for event in events:
-        k, t = key(event), at(event)
-        ref = reference.get(k)
-        if ref is not None and abs(t - ref) < DEDUP_WINDOW:
-            dropped += 1
-            continue
-        reference[k] = t
-        kept.append((event, t))
-    return kept, dropped
+def _us(text: str) -> int:
+    """An event time as microseconds since the epoch (exact: datetimes have µs precision)."""
+    return (_time(text) - _EPOCH) // _MICROSECOND
 
 
-def reference_join(orders: list[dict], users: list[dict], join_type: str) -> Expected:
+def reference_rows(orders: list[dict], users: list[dict], join_type: str) -> Expected:
     """The joined rows, from the well-formed generated messages, by the rules in
     docs/semantics.md: a profile event at tr matches an order at tl with the same user id when
     tl - 1h <= tr <= tl + 5m; inner gives one row per pair; left outer also gives one row with
     NULL user fields per order without a match, once the watermark (the older of the two
-    sides' newest event time, minus the allowed lateness) has passed tl + 5m."""
-    left, order_dups = _first_arrivals(
-        orders, lambda o: o["order_id"], lambda o: _time(o["created_at"])
+    sides' newest event time, minus the allowed lateness) has passed tl + 5m.
+
+    Each side is deduplicated on its message key within `DEDUP_WINDOW` first; no record is
+    late (the producers keep every record well inside the windows)."""
+    left, order_dups = dedup_first(
+        [(o["order_id"], o["user_id"], _us(o["created_at"]), o) for o in orders],
+        DEDUP_WINDOW // _MICROSECOND,
     )
-    right, user_dups = _first_arrivals(
-        users, lambda u: u["event_id"], lambda u: _time(u["updated_at"])
+    right, user_dups = dedup_first(
+        [(u["event_id"], u["user"]["id"], _us(u["updated_at"]), u) for u in users],
+        DEDUP_WINDOW // _MICROSECOND,
     )
     expected = Expected(order_duplicates=order_dups, user_duplicates=user_dups)
-    profiles: dict[str, list[tuple[dict, datetime]]] = {}
-    for event, t in right:
-        profiles.setdefault(event["user"]["id"], []).append((event, t))
-    watermark = min(max(t for _, t in left), max(t for _, t in right)) - LATENESS
-    for order, tl in left:
-        matches = [
-            (u, tr)
-            for u, tr in profiles.get(order["user_id"], [])
-            if tl - RIGHT_WINDOW <= tr <= tl + LEFT_WINDOW
-        ]
-        for user, _ in matches:
+    newest_left, newest_right = max(r[2] for r in left), max(r[2] for r in right)
+    watermark = min(newest_left, newest_right) - LATENESS // _MICROSECOND
+    pairs = interval_join(left, right, LEFT_WINDOW // _MICROSECOND, RIGHT_WINDOW // _MICROSECOND)
+    for (order_id, _user, tl, order), matches in pairs:
+        for *_, user in matches:
             row = (
-                order["order_id"],
+                order_id,
                 user["event_id"],
                 order["amount"],
                 user["user"]["name"],
@@ -235,8 +220,8 @@ def reference_join(orders: list[dict], users: list[dict], join_type: str) -> Exp
             continue
         expected.unmatched_orders += 1
         if join_type == "left":
-            if tl + LEFT_WINDOW < watermark:
-                expected.rows[(order["order_id"], None, order["amount"], None, None)] += 1
+            if tl + LEFT_WINDOW // _MICROSECOND < watermark:
+                expected.rows[(order_id, None, order["amount"], None, None)] += 1
                 expected.null_rows += 1
             else:
                 expected.pending += 1
