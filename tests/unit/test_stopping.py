@@ -74,3 +74,18 @@ def test_sink_connect_timeout_defaults_to_30s_and_names_its_field():
     doc["sink"]["connect_timeout"] = "soon"
     with pytest.raises(ConfigError, match="sink.connect_timeout"):
         parse_pipeline(doc)
+
+
+def test_the_retry_status_is_cleared_when_the_action_recovers():
+    statuses: list[str | None] = []
+    attempts = iter([SinkTransientError("refused"), None])
+
+    def flaky() -> str:
+        error = next(attempts)
+        if error:
+            raise error
+        return "ok"
+
+    policy = RetryPolicy(initial_s=0.01, log_episodes=False)
+    assert policy.run(flaky, "connecting", on_wait=statuses.append) == "ok"
+    assert statuses[-1] is None and statuses[0].startswith("connecting: retrying")

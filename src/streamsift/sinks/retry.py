@@ -70,6 +70,6 @@ class RetryPolicy:
                 continue
             if attempt and self.log_episodes:
                 log.warning("%s recovered after %d retries", what, attempt)
-                if on_wait:
-                    on_wait(None)
+            if attempt and on_wait:
+                on_wait(None)
             return result
