@@ -193,7 +193,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             time.sleep(0.5)
         raise SourceUnavailable(
             f"Kafka at {self.spec.bootstrap_servers} did not answer for topic "
-            f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s: {last_error}"
+            f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s: "
+            f"{last_error or 'no metadata for the topic'}"
         )
 
     def _refused(self, error: KafkaError) -> SourceError:
