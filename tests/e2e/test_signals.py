@@ -102,16 +102,22 @@ def finish_and_check(path: Path, tmp_path: Path, truth: Truth) -> None:
     assert count_rows(tmp_path / "ch", "users_dedup") == truth.expected_unique
 
 
-@pytest.mark.parametrize("target", ["group", "pid"])
-def test_ctrl_c_after_spark_is_up_stops_after_the_batch_in_flight(users_pipeline, tmp_path, target):
+def send_stop(proc: subprocess.Popen, how: str) -> None:
+    if how == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    elif how == "kill -INT":
+        os.kill(proc.pid, signal.SIGINT)
+    else:
+        os.kill(proc.pid, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -INT", "SIGTERM"])
+def test_ctrl_c_after_spark_is_up_stops_after_the_batch_in_flight(users_pipeline, tmp_path, how):
     path, truth = users_pipeline
     proc = start_cli("run", str(path), out=tmp_path)
     try:
         wait_for(has_files(tmp_path / "checkpoint" / "spark" / "commits"), proc, "a commit")
-        if target == "group":
-            os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-        else:
-            os.kill(proc.pid, signal.SIGINT)
+        send_stop(proc, how)
         code = proc.wait(timeout=180)
     finally:
         if proc.poll() is None:
@@ -144,13 +150,14 @@ def test_second_ctrl_c_aborts_at_once_and_the_rerun_is_exact(users_pipeline, tmp
     finish_and_check(path, tmp_path, truth)
 
 
-def test_ctrl_c_during_the_demo_stops_it_cleanly(tmp_path):
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -INT"])
+def test_ctrl_c_during_the_demo_stops_it_cleanly(tmp_path, how):
     data = tmp_path / "demo"
     proc = start_cli("demo", "--events", "20000", "--data-dir", str(data), out=tmp_path)
     try:
         offsets = data / "checkpoints" / "demo" / "spark" / "offsets"
         wait_for(has_files(offsets), proc, "the first micro-batch")
-        os.killpg(proc.pid, signal.SIGINT)
+        send_stop(proc, how)
         code = proc.wait(timeout=240)
     finally:
         if proc.poll() is None:
