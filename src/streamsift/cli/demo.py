@@ -21,6 +21,7 @@ from streamsift.config.models import Pipeline
 from streamsift.embedded.broker import Broker
 from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
 from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.runtime.signals import StopFlag
 
 DEMO_FIELDS = (
     ("event_id", "string", "event_id", "UUID"),
@@ -74,8 +75,11 @@ class DemoOptions:
     verbose: bool = False
 
 
-def run_demo(opts: DemoOptions, progress: Any = None) -> dict[str, Any]:
-    """Run the whole demo and return the report (see `report_lines`)."""
+def run_demo(
+    opts: DemoOptions, progress: Any = None, stop: StopFlag | None = None
+) -> dict[str, Any] | None:
+    """Run the whole demo and return the report (see `report_lines`), or None when `stop`
+    was set before the pipeline read every event (a partial run has nothing to compare)."""
     data_dir = opts.data_dir or Path(tempfile.mkdtemp(prefix="streamsift-demo-"))
     try:
         with Broker() as broker:
@@ -90,11 +94,13 @@ def run_demo(opts: DemoOptions, progress: Any = None) -> dict[str, Any]:
             produce_s = time.monotonic() - started
             pipeline = demo_pipeline(broker.bootstrap_servers, "events", data_dir)
             runner = PipelineRunner(
-                pipeline, base_dir=data_dir, verbose=opts.verbose, on_progress=progress
+                pipeline, base_dir=data_dir, verbose=opts.verbose, on_progress=progress, stop=stop
             )
             started = time.monotonic()
             result = runner.run(until_caught_up=True)
             run_s = time.monotonic() - started
+            if result.stopped and result.stats["read"] < truth.produced:
+                return None
             table_rows = runner.writer.count("events")
             distinct = runner.writer.query_rows("SELECT uniqExact(event_id) FROM events")[0][0]
             later_versions = runner.writer.count("events", "attempt > 0")

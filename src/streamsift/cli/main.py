@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import signal
+import os
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from streamsift import __version__
@@ -14,6 +13,12 @@ from streamsift.cli import bench, chaos, dlq, loadgen
 from streamsift.cli.output import StatusLine, fail, setup_logging
 from streamsift.config import ConfigError, format_duration, load_pipeline, read_document
 from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
+from streamsift.runtime.signals import (
+    ABORT_EXIT_CODE,
+    AbortRequested,
+    StopFlag,
+    install_stop_handlers,
+)
 from streamsift.sinks.errors import SinkError
 from streamsift.sources.errors import SourceError
 
@@ -116,7 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     except (SourceError, SinkError) as exc:
         return fail(str(exc), "the checkpoint is intact: fix the cause and run again to resume")
     except KeyboardInterrupt:
-        return 130
+        return ABORT_EXIT_CODE
+    except AbortRequested:
+        # A second Ctrl-C/SIGTERM (its line is already out): leave now. os._exit skips waiting
+        # for Spark's threads; the JVM ends with this process, and the checkpoint holds only
+        # committed micro-batches, so the next run redoes the one in flight.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(ABORT_EXIT_CODE)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -161,18 +173,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _install_stop_handler(stop: object) -> None:
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        if getattr(handler, "fired", False):
-            raise KeyboardInterrupt
-        handler.fired = True  # type: ignore[attr-defined]
-        print("\nstopping after the current micro-batch (again to abort)...", file=sys.stderr)
-        stop()  # type: ignore[operator]
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from streamsift.runtime.pipeline import PipelineRunner
 
@@ -181,7 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     runner = PipelineRunner(
         pipeline, base_dir=args.data_dir, verbose=args.verbose, on_progress=status
     )
-    _install_stop_handler(runner.stop)
+    install_stop_handlers(runner.stop)
     print(
         f"running {pipeline.name}: {pipeline.source.topic} -> {runner.describe_sink()} table "
         f"{pipeline.sink.table} (checkpoint {runner.checkpoint})",
@@ -191,6 +191,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = runner.run(until_caught_up=args.until_caught_up)
     finally:
         status.close()
+    if result.note:
+        print(result.note, file=sys.stderr)
     s = result.stats
     print(
         f"done: read {s['read']:,}, written {s['written']:,}, duplicates dropped {s['duplicates']:,}, "
@@ -220,6 +222,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     status = StatusLine()
+    stop = StopFlag()
+    install_stop_handlers(stop.set)
     try:
         report = run_demo(
             DemoOptions(
@@ -232,9 +236,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 verbose=args.verbose,
             ),
             progress=None if args.json else status,
+            stop=stop,
         )
     finally:
         status.close()
+    if report is None:
+        print("demo stopped before it read every event: nothing to compare", file=sys.stderr)
+        return 0
     print_report(report, args.json)
     return 0 if report["ok"] else 1
 

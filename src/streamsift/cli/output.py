@@ -20,12 +20,19 @@ def setup_logging(verbose: bool) -> None:
     quiet = logging.INFO if verbose else logging.WARNING
     for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
         logging.getLogger(name).setLevel(quiet)
+    # py4j logs a traceback for every exception a foreachBatch call raises, including the
+    # interruption when a stop gives up a batch whose sink is retrying; the run reports
+    # failures itself in one line (--verbose shows the tracebacks)
+    if not verbose:
+        logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
     # librdkafka repeats a connection failure every few milliseconds and clickhouse_connect
     # warns on every retried attempt; streamsift reports both once, in its own words.
     logging.getLogger("streamsift.kafka.librdkafka").setLevel(
         logging.WARNING if verbose else logging.CRITICAL
     )
     logging.getLogger("clickhouse_connect").setLevel(logging.WARNING if verbose else logging.ERROR)
+    # urllib3 (under clickhouse_connect) warns on each connection it retries
+    logging.getLogger("urllib3").setLevel(logging.WARNING if verbose else logging.ERROR)
 
 
 class StatusLine:

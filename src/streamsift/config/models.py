@@ -525,6 +525,8 @@ class ClickHouseSink(_Model):
     max_batch_size: int = Field(default=100_000, gt=0)
     max_delay_time: Duration = timedelta(seconds=1)
     on_missing_dedup_window: MissingDedupWindow = MissingDedupWindow.SET
+    # how long start-up waits for a ClickHouse server to answer before the run ends
+    connect_timeout: Duration = timedelta(seconds=30)
 
     @field_validator("table")
     @classmethod

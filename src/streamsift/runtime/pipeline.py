@@ -32,10 +32,13 @@ from streamsift.runtime.errors import PipelineFailed
 from streamsift.runtime.progress import RunStats
 from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.session import STATE_STORE_CONF, STATE_STORE_PROVIDERS, spark_session
+from streamsift.runtime.signals import StopFlag, StopRequested
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import describe
 from streamsift.sinks.clickhouse.ddl import create_table_sql, quote
 from streamsift.sinks.dlq import DLQ_COLUMNS
+from streamsift.sinks.errors import SinkTransientError
+from streamsift.sinks.retry import RetryInterrupted
 
 EXECUTOR_WATCH_S = 2.0  # how often the driver pings ClickHouse while executors insert
 log = logging.getLogger("streamsift.runtime")
@@ -43,8 +46,13 @@ log = logging.getLogger("streamsift.runtime")
 
 @dataclass(frozen=True)
 class RunResult:
+    """How a run ended. `stopped`: a stop was requested (signal or `stop()`); `note` then
+    says what it interrupted, if anything (e.g. start-up, or a micro-batch left uncommitted)."""
+
     stats: dict[str, Any]
     caught_up: bool
+    stopped: bool = False
+    note: str | None = None
 
 
 class PipelineRunner:
@@ -56,6 +64,7 @@ class PipelineRunner:
         base_dir: Path = Path(".streamsift"),
         verbose: bool = False,
         on_progress: Callable[[RunStats], None] | None = None,
+        stop: StopFlag | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.base_dir = Path(base_dir)
@@ -63,10 +72,31 @@ class PipelineRunner:
         self.on_progress = on_progress
         self.stats = RunStats()
         self.checkpoint = Path(pipeline.checkpoint_dir(self.base_dir)).resolve()
-        self.writer = ClickHouseWriter(pipeline.sink.clickhouse, on_status=self._set_status)
+        self._stop = stop or StopFlag()
+        self.writer = ClickHouseWriter(
+            pipeline.sink.clickhouse,
+            on_status=self._set_status,
+            stop=self._stop,
+            connect_timeout_s=min(10.0, max(1.0, pipeline.sink.connect_timeout.total_seconds())),
+        )
         self.batch_writer = BatchWriter(pipeline, self.writer, driver_pid=os.getpid())
-        self._stop = threading.Event()
         self._query_id: str | None = None
+
+    def wait_for_sink(self) -> None:
+        """A ClickHouse server must answer within `sink.connect_timeout`, or the run ends."""
+        if self.pipeline.sink.clickhouse.embedded:
+            return
+        timeout = self.pipeline.sink.connect_timeout.total_seconds()
+        try:
+            self.writer.wait_until_reachable(timeout)
+        except RetryInterrupted:
+            raise
+        except SinkTransientError as exc:
+            raise PipelineFailed(
+                str(exc),
+                "is the server up, and are sink.clickhouse.host and port right? "
+                "sink.connect_timeout sets how long start-up waits",
+            ) from None
 
     # ------------------------------------------------------------------ setup
 
@@ -100,8 +130,7 @@ class PipelineRunner:
             on_missing_window=sink.on_missing_dedup_window,
         )
 
-    def _build_query(self, until_caught_up: bool) -> Any:
-        spark = spark_session(f"streamsift-{self.pipeline.name}", verbose=self.verbose)
+    def _build_query(self, spark: Any, until_caught_up: bool) -> Any:
         # set for every query: one session may run pipelines with different choices
         spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[self.pipeline.runtime.state_store])
         new_query = not (self.checkpoint / "spark" / "offsets").exists()
@@ -122,41 +151,77 @@ class PipelineRunner:
     # ------------------------------------------------------------------ run
 
     def run(self, until_caught_up: bool = False) -> RunResult:
+        """Run until caught up (availableNow), until `stop()`, or until the query fails.
+
+        A stop during start-up ends it at once; a stop while running lets the micro-batch in
+        flight finish, unless its sink is retrying (then the batch is left uncommitted).
+        """
         self.checkpoint.mkdir(parents=True, exist_ok=True)
-        self.prepare_sink()
-        query = self._build_query(until_caught_up)
         try:
-            while query.isActive:
-                if self._stop.is_set():
-                    self._stop_gracefully(query)
-                    break
-                try:
-                    query.awaitTermination(1.0)
-                except StreamingQueryException:
-                    break  # reported below through query.exception()
-                self._poll(query)
-            self._poll(query)
+            with self._stop.interruptible():
+                self.wait_for_sink()
+                self.prepare_sink()
+            spark = spark_session(f"streamsift-{self.pipeline.name}", verbose=self.verbose)
+            with self._stop.interruptible():
+                query = self._build_query(spark, until_caught_up)
+        except (StopRequested, RetryInterrupted):
+            return self._stopped(
+                f"stopped during start-up{_during(self.stats.status)}; nothing was read"
+            )
+        try:
+            abandoned = self._watch(query)
             error = query.exception()
-        finally:
-            if query.isActive:
+        except Exception:
+            with contextlib.suppress(Exception):
                 query.stop()
+            raise
+        if self._stop.is_set() and (abandoned or _was_interrupted(error)):
+            return self._stopped(
+                "stopped while the sink was retrying: the micro-batch in flight was not "
+                "committed; the next run redoes it from the checkpoint"
+            )
         if error is not None:
             raise explain_failure(error)
-        return RunResult(
-            self.stats.as_dict(), caught_up=until_caught_up and not self._stop.is_set()
-        )
+        if self._stop.is_set():
+            return self._stopped(None)
+        return RunResult(self.stats.as_dict(), caught_up=until_caught_up)
+
+    def _watch(self, query: Any) -> bool:
+        """Follow the query until it ends or a stop is requested; True if the stop had to
+        abandon a micro-batch whose sink was retrying."""
+        abandoned = False
+        while query.isActive:
+            if self._stop.is_set():
+                abandoned = self._stop_gracefully(query)
+                break
+            try:
+                query.awaitTermination(1.0)
+            except StreamingQueryException:
+                break  # reported through query.exception()
+            self._poll(query)
+        self._poll(query)
+        return abandoned
+
+    def _stopped(self, note: str | None) -> RunResult:
+        return RunResult(self.stats.as_dict(), caught_up=False, stopped=True, note=note)
 
     def stop(self) -> None:
-        """Ask the run to end after the micro-batch in flight (safe from a signal handler)."""
+        """Ask the run to end after the micro-batch in flight (safe from a signal handler;
+        from one interrupting this run's start-up, it raises StopRequested there)."""
         self._stop.set()
 
-    def _stop_gracefully(self, query: Any, timeout_s: float = 120.0) -> None:
+    def _stop_gracefully(self, query: Any, timeout_s: float = 120.0) -> bool:
+        """Let the batch in flight finish, then stop; stop at once while the sink retries
+        (its rows are not committed, so a later run redoes the batch). True if it did so."""
         deadline = time.monotonic() + timeout_s
-        while (
-            query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline
-        ):
+        abandoned = False
+        while query.isActive and query.status.get("isTriggerActive"):
+            if self.stats.status is not None or time.monotonic() > deadline:
+                abandoned = True
+                break
             time.sleep(0.1)
         query.stop()
+        return abandoned
 
     def _poll(self, query: Any) -> None:
         for progress in query.recentProgress:
@@ -176,7 +241,20 @@ class PipelineRunner:
         return self._query_id
 
     def _write_batch(self, df: Any, batch_id: int) -> None:
-        """foreachBatch: write rows and dead letters, on the driver or on the executors."""
+        """foreachBatch: write rows and dead letters (see `_write`). A batch that a stop gives
+        up fails with a short error: Spark runs a regex over a failed foreachBatch's text to
+        tell an interruption, and on a long py4j trace that regex overflows the JVM's stack."""
+        try:
+            self._write(df, batch_id)
+        except Exception:
+            if self._stop.is_set():
+                raise RetryInterrupted(
+                    f"micro-batch {batch_id} given up uncommitted: a stop was requested"
+                ) from None
+            raise
+
+    def _write(self, df: Any, batch_id: int) -> None:
+        """Write rows and dead letters, on the driver or on the executors."""
         qid = self._query_id_from_checkpoint()
         writer = self.batch_writer
         if self.pipeline.sink.clickhouse.embedded:
@@ -246,6 +324,21 @@ def _write_on_executors(df: Any, writer: BatchWriter, qid: str, batch_id: int) -
         )
 
     return df.mapInArrow(write_partition, "written long, dlq long, late long").collect()
+
+
+def _during(status: str | None) -> str:
+    """', while connecting to ...' from a retry status line, for a stop that interrupted it."""
+    if not status:
+        return ""
+    return ", while " + status.split(": retrying")[0]
+
+
+def _was_interrupted(error: Any) -> bool:
+    """Did the query fail because a stop interrupted its sink's retries or its jobs?"""
+    if error is None:
+        return False
+    text = str(getattr(error, "desc", None) or error)
+    return "RetryInterrupted" in text or "cancelled" in text.lower()
 
 
 def explain_failure(error: Any) -> PipelineFailed:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -109,7 +113,21 @@ def spark_session(
         .config("spark.ui.retainedStages", "100")
         .config("spark.sql.ui.retainedExecutions", "50")
     )
-    with filtered_stderr_for_children():  # the JVM starts here, if it is not running yet
+    with _keeping_sigint_handler(), filtered_stderr_for_children():  # the JVM starts here
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if verbose else "OFF")
     return spark
+
+
+@contextlib.contextmanager
+def _keeping_sigint_handler() -> Iterator[None]:
+    """Put back the SIGINT handler the caller installed (e.g. runtime.signals' stop
+    handlers), which PySpark's SparkContext replaces with one that cancels all jobs and raises
+    KeyboardInterrupt. Python's default handler is left to PySpark's."""
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGINT) if on_main_thread else None
+    try:
+        yield
+    finally:
+        if on_main_thread and before not in (None, signal.default_int_handler):
+            signal.signal(signal.SIGINT, before)

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from streamsift.sinks.errors import SinkTransientError
 
@@ -14,19 +14,37 @@ T = TypeVar("T")
 log = logging.getLogger("streamsift.sink")
 
 
+class StopCheck(Protocol):
+    """A stop request to honour while backing off (threading.Event or runtime's StopFlag)."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float) -> bool: ...
+
+
+class RetryInterrupted(SinkTransientError):
+    """A stop was requested while an action was being retried: it was given up, unfinished."""
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     initial_s: float = 0.5
     max_s: float = 10.0
     give_up_after_s: float = 600.0
+    log_episodes: bool = True  # False where the caller reports the outcome itself
 
     def run(
         self,
         action: Callable[[], T],
         what: str,
         on_wait: Callable[[str | None], None] | None = None,
+        stop: StopCheck | None = None,
     ) -> T:
-        """Run `action`, retrying SinkTransientError until it succeeds or time runs out."""
+        """Run `action`, retrying SinkTransientError until it succeeds or time runs out.
+
+        A set `stop` event ends the back-off at once with RetryInterrupted, so a Ctrl-C or
+        SIGTERM is not held up by a server that does not answer.
+        """
         delay = self.initial_s
         started = time.monotonic()
         attempt = 0
@@ -40,15 +58,18 @@ class RetryPolicy:
                     raise SinkTransientError(
                         f"{what}: still failing after {attempt} attempts over {waited:.0f}s: {exc}"
                     ) from exc
-                if attempt == 1:
+                if attempt == 1 and self.log_episodes:
                     log.warning("%s failed (%s); retrying with backoff", what, exc)
                 if on_wait:
                     on_wait(f"{what}: retrying after transient error: {exc}")
-                time.sleep(delay)
+                if stop is not None and (stop.is_set() or stop.wait(delay)):
+                    raise RetryInterrupted(f"{what}: stopped while retrying: {exc}") from exc
+                if stop is None:
+                    time.sleep(delay)
                 delay = min(delay * 2, self.max_s)
                 continue
-            if attempt:
+            if attempt and self.log_episodes:
                 log.warning("%s recovered after %d retries", what, attempt)
-                if on_wait:
-                    on_wait(None)
+            if attempt and on_wait:
+                on_wait(None)
             return result

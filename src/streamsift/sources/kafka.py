@@ -37,6 +37,14 @@ FETCH_CHUNK = 50_000
 # a fresh one once, before the range fails after the connect timeout.
 STALL_REFRESH_S = 5.0
 END_PROBE_BUDGET_S = 0.2
+# Metadata answers about a topic that no retry will change.
+TOPIC_REFUSED = frozenset(
+    {
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.TOPIC_EXCEPTION,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    }
+)
 log = logging.getLogger("streamsift.kafka")
 
 
@@ -161,6 +169,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._probe
 
     def _partitions(self) -> list[int]:
+        """The topic's partitions, waiting up to the connect timeout for the broker to answer.
+
+        A broker that answers that the topic is unknown or invalid is believed at once: waiting
+        would not change its answer (streamsift does not create topics).
+        """
         deadline = time.monotonic() + self.spec.metadata_timeout_s
         last_error: Exception | None = None
         while time.monotonic() < deadline:
@@ -174,15 +187,29 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if topic is not None and topic.error is None and topic.partitions:
                 return sorted(topic.partitions)
             if topic is not None and topic.error is not None:
+                if topic.error.code() in TOPIC_REFUSED:
+                    raise self._refused(topic.error)
                 last_error = KafkaException(topic.error)
             time.sleep(0.5)
-        if last_error and "UNKNOWN_TOPIC" not in str(last_error):
-            raise SourceUnavailable(
-                f"Kafka at {self.spec.bootstrap_servers} did not answer for topic "
-                f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s: {last_error}"
-            )
-        raise SourceError(
-            f"topic '{self.spec.topic}' does not exist on {self.spec.bootstrap_servers}"
+        raise SourceUnavailable(
+            f"Kafka at {self.spec.bootstrap_servers} did not answer for topic "
+            f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s: "
+            f"{last_error or 'no metadata for the topic'}"
+        )
+
+    def _refused(self, error: KafkaError) -> SourceError:
+        """The broker's answer about a topic it will not serve, in its words."""
+        what = (
+            "does not exist"
+            if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+            else "is not a valid topic name"
+            if error.code() == KafkaError.TOPIC_EXCEPTION
+            else "is refused"
+        )
+        return SourceError(
+            f"topic '{self.spec.topic}' {what} on {self.spec.bootstrap_servers} (the broker "
+            f"answered {error.name()}: {error.str().removeprefix('Broker: ')}); check "
+            "source.topic, or create the topic"
         )
 
     def _true_end(self, partition: int) -> int:

@@ -8,6 +8,7 @@ nothing twice. This only works on tables that remember tokens, which `prepare()`
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from streamsift.sinks.errors import (
     SinkPermanentError,
     SinkTransientError,
 )
-from streamsift.sinks.retry import RetryPolicy
+from streamsift.sinks.retry import RetryInterrupted, RetryPolicy, StopCheck
 
 log = logging.getLogger("streamsift.sink")
 
@@ -87,12 +88,14 @@ _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 
 
-def connect(conn: ClickHouseConnection) -> Any:
+def connect(conn: ClickHouseConnection, connect_timeout_s: float = 10.0) -> Any:
     """A clickhouse-connect client: chdb in this process for `path`, HTTP for `host`.
 
     chdb allows one process per data directory, so embedded clients are shared per path.
     """
     import clickhouse_connect
+
+    _quiet_http_logs()  # after the import, which sets urllib3's level
 
     try:
         if conn.embedded:
@@ -120,11 +123,35 @@ def connect(conn: ClickHouseConnection) -> Any:
             database=conn.database,
             secure=conn.secure,
             verify=not conn.skip_certificate_verification,
-            connect_timeout=10,
+            connect_timeout=connect_timeout_s,
             send_receive_timeout=300,
         )
     except ClickHouseError as exc:
         raise classify(exc, f"connecting to {describe(conn)}") from None
+
+
+def _quiet_http_logs() -> None:
+    """urllib3 warns on every retried connection and clickhouse-connect on every failed
+    request; the sink reports failures once, in its own words. (clickhouse-connect sets
+    urllib3's level when imported, so this runs after that.) It matters most in Spark's Python
+    workers, where nobody configures logging and Python's last-resort handler would print
+    each warning on the console. Debug logging (`--verbose`) keeps them."""
+    if logging.getLogger("streamsift").isEnabledFor(logging.DEBUG):
+        return
+    for name in ("urllib3", "clickhouse_connect"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def short_reason(error: BaseException) -> str:
+    """The gist of a connection failure ('Connection refused'), not urllib3's whole story."""
+    text = str(error)
+    m = re.search(r"\[Errno -?\d+\] ([^'\"()\]]+)", text)
+    if m:
+        return m.group(1).strip()
+    if "timed out" in text.lower():
+        return "timed out"
+    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    return first[:300]
 
 
 def describe(conn: ClickHouseConnection) -> str:
@@ -140,8 +167,6 @@ def classify(exc: Exception, what: str) -> Exception:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     code = getattr(exc, "code", None)
     if code is None:
-        import re
-
         m = re.search(r"Code: (\d+)", str(exc))
         code = int(m.group(1)) if m else None
     if isinstance(exc, OperationalError) or code in TRANSIENT_CODES:
@@ -174,14 +199,43 @@ class ClickHouseWriter:
     conn: ClickHouseConnection
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     on_status: Callable[[str | None], None] | None = None
+    # set when the run is asked to stop: retries end at once (driver side only, not pickled)
+    stop: StopCheck | None = None
+    connect_timeout_s: float = 10.0
     _client: Any = None
 
     @property
     def client(self) -> Any:
         """The connection, opened on first use; callers retry it with the statement."""
         if self._client is None:
-            self._client = connect(self.conn)
+            self._client = connect(self.conn, self.connect_timeout_s)
         return self._client
+
+    def wait_until_reachable(self, within_s: float) -> None:
+        """Connect, retrying transient failures for up to `within_s` (a start-up check).
+
+        Raises SinkTransientError naming host:port and the reason when time runs out, and
+        RetryInterrupted when a stop is requested meanwhile.
+        """
+        last: list[Exception] = []
+
+        def attempt() -> Any:
+            try:
+                return self.client
+            except SinkTransientError as exc:
+                last[:] = [exc]
+                raise
+
+        policy = RetryPolicy(0.5, 5.0, give_up_after_s=within_s, log_episodes=False)
+        try:
+            policy.run(attempt, f"connecting to {describe(self.conn)}", self.on_status, self.stop)
+        except RetryInterrupted:
+            raise
+        except SinkTransientError as exc:
+            reason = short_reason(last[0] if last else exc)
+            raise SinkTransientError(
+                f"{describe(self.conn)} did not answer within {within_s:g}s: {reason}"
+            ) from None
 
     def answers(self) -> bool:
         """One ping, no retries: does ClickHouse answer right now? (for status, not for data)"""
@@ -198,7 +252,7 @@ class ClickHouseWriter:
             except ClickHouseError as exc:
                 raise classify(exc, sql.split("(")[0][:80]) from None
 
-        return self.retry.run(run, "ClickHouse command", self.on_status)
+        return self.retry.run(run, "ClickHouse command", self.on_status, self.stop)
 
     def query_rows(self, sql: str) -> list[tuple]:
         def run() -> list[tuple]:
@@ -207,7 +261,7 @@ class ClickHouseWriter:
             except ClickHouseError as exc:
                 raise classify(exc, "query") from None
 
-        return self.retry.run(run, "ClickHouse query", self.on_status)
+        return self.retry.run(run, "ClickHouse query", self.on_status, self.stop)
 
     def table_exists(self, table: str) -> bool:
         rows = self.query_rows(
@@ -290,7 +344,7 @@ class ClickHouseWriter:
             except ClickHouseError as exc:
                 raise classify(exc, f"insert into {table}") from None
 
-        self.retry.run(run, f"insert into {table}", self.on_status)
+        self.retry.run(run, f"insert into {table}", self.on_status, self.stop)
 
     def insert_isolating(self, table: str, data: pa.Table, token: str) -> list[RowFailure]:
         """Insert `data`; rows whose values ClickHouse refuses are left out and returned.
@@ -315,6 +369,7 @@ class ClickHouseWriter:
         state = self.__dict__.copy()
         state["_client"] = None  # clients do not travel to executors; each opens its own
         state["on_status"] = None
+        state["stop"] = None
         return state
 
     def count(self, table: str, where: str = "") -> int:

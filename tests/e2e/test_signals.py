@@ -1,0 +1,168 @@
+"""Ctrl-C and SIGTERM once Spark is up: `run` and `demo` finish the micro-batch in flight,
+say so in one line and exit 0; a second Ctrl-C aborts at once. Nothing is lost or doubled.
+
+The CLI runs in its own process group, as under a terminal, so a Ctrl-C (SIGINT to the
+group) reaches every process of that group, as it does when a user presses the keys.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples/pipelines/users-dedup.yaml"
+
+
+def start_cli(*args: str, out: Path) -> subprocess.Popen:
+    """`streamsift ARGS` in a process group of its own; stdout/stderr go to files in `out`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "streamsift.cli.main", *args],
+        stdout=(out / "stdout").open("w"),
+        stderr=(out / "stderr").open("w"),
+        cwd=REPO,
+        start_new_session=True,
+    )
+
+
+def wait_for(condition: Callable[[], bool], proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + 240
+    while not condition():
+        assert proc.poll() is None, f"the CLI ended before {what}"
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.2)
+
+
+def has_files(directory: Path) -> Callable[[], bool]:
+    return lambda: directory.exists() and any(directory.iterdir())
+
+
+def assert_clean(stderr: str) -> None:
+    assert "Traceback" not in stderr, stderr
+    assert "py4j" not in stderr, stderr
+    assert "KeyboardInterrupt" not in stderr, stderr
+    assert "Exception in thread" not in stderr and "\tat " not in stderr, stderr  # JVM traces
+
+
+def count_rows(ch_path: Path, table: str) -> int:
+    """Count in a separate process: chdb opens one data directory per process."""
+    code = (
+        "import clickhouse_connect, sys; "
+        "c = clickhouse_connect.get_client(dsn='chdb://' + sys.argv[1]); "
+        "print(c.command('SELECT count() FROM ' + sys.argv[2]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ch_path), table],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return int(out.stdout.strip())
+
+
+@pytest.fixture
+def users_pipeline(broker, tmp_path, unique_name) -> tuple[Path, Truth]:
+    """A dedup pipeline over a topic with 600 events (480 unique), 100 rows per micro-batch."""
+    broker.create_topic(unique_name, 2)
+    truth = Truth()
+    produce(broker.bootstrap_servers, unique_name, generate(EventSpec(600, 0.2, 50, seed=5), truth))
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["name"] = unique_name.replace("_", "-")[:60]
+    doc["source"]["bootstrap_servers"] = broker.bootstrap_servers
+    doc["source"]["topic"] = unique_name
+    doc["sink"]["clickhouse"]["path"] = str(tmp_path / "ch")
+    doc["runtime"] = {"checkpoint_dir": str(tmp_path / "checkpoint"), "max_rows_per_batch": 100}
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path, truth
+
+
+def finish_and_check(path: Path, tmp_path: Path, truth: Truth) -> None:
+    """Run the pipeline to the end of the topic: ClickHouse then holds each key exactly once."""
+    rerun = subprocess.run(
+        [sys.executable, "-m", "streamsift.cli.main", "run", str(path), "--until-caught-up"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert count_rows(tmp_path / "ch", "users_dedup") == truth.expected_unique
+
+
+def send_stop(proc: subprocess.Popen, how: str) -> None:
+    if how == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    elif how == "kill -INT":
+        os.kill(proc.pid, signal.SIGINT)
+    else:
+        os.kill(proc.pid, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -INT", "SIGTERM"])
+def test_ctrl_c_after_spark_is_up_stops_after_the_batch_in_flight(users_pipeline, tmp_path, how):
+    path, truth = users_pipeline
+    proc = start_cli("run", str(path), out=tmp_path)
+    try:
+        wait_for(has_files(tmp_path / "checkpoint" / "spark" / "commits"), proc, "a commit")
+        send_stop(proc, how)
+        code = proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    stderr = (tmp_path / "stderr").read_text()
+    assert code == 0, stderr
+    assert_clean(stderr)
+    assert "stopping after the current micro-batch" in stderr
+    assert "done: read" in (tmp_path / "stdout").read_text()
+    finish_and_check(path, tmp_path, truth)
+
+
+def test_second_ctrl_c_aborts_at_once_and_the_rerun_is_exact(users_pipeline, tmp_path):
+    path, truth = users_pipeline
+    proc = start_cli("run", str(path), out=tmp_path)
+    try:
+        wait_for(has_files(tmp_path / "checkpoint" / "spark" / "commits"), proc, "a commit")
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    stderr = (tmp_path / "stderr").read_text()
+    assert code == 130, stderr
+    assert_clean(stderr)
+    assert "stopping after the current micro-batch" in stderr
+    assert stderr.count("aborted") == 1, stderr
+    finish_and_check(path, tmp_path, truth)
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -INT"])
+def test_ctrl_c_during_the_demo_stops_it_cleanly(tmp_path, how):
+    data = tmp_path / "demo"
+    proc = start_cli("demo", "--events", "20000", "--data-dir", str(data), out=tmp_path)
+    try:
+        offsets = data / "checkpoints" / "demo" / "spark" / "offsets"
+        wait_for(has_files(offsets), proc, "the first micro-batch")
+        send_stop(proc, how)
+        code = proc.wait(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    stderr = (tmp_path / "stderr").read_text()
+    assert code == 0, stderr
+    assert_clean(stderr)
+    assert "stopping after the current micro-batch" in stderr
