@@ -29,10 +29,12 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff format --check src tests
 
 clean:

@@ -9,18 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streamsift import __version__
-from streamsift.cli import bench, chaos, dlq, loadgen
+from streamsift.cli import bench, chaos, dlq, errors, loadgen
 from streamsift.cli.output import StatusLine, fail, setup_logging
-from streamsift.config import ConfigError, format_duration, load_pipeline, read_document
-from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
+from streamsift.config import format_duration, load_pipeline, read_document
+from streamsift.errors import StreamsiftError
 from streamsift.runtime.signals import (
     ABORT_EXIT_CODE,
     AbortRequested,
     StopFlag,
     install_stop_handlers,
 )
-from streamsift.sinks.errors import SinkError
-from streamsift.sources.errors import SourceError
 
 if TYPE_CHECKING:  # the parser is built without pydantic: `--help` stays quick
     from streamsift.config.models import Dedup, Pipeline
@@ -110,16 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "logs", True):
             setup_logging(getattr(args, "verbose", False))
         return int(args.func(args))
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(f"{exc.source + ': ' if exc.source else ''}{problem}", file=sys.stderr)
-        return 2
-    except RuntimeConfigError as exc:
-        return fail(str(exc), code=2)
-    except PipelineFailed as exc:
-        return fail(str(exc), exc.hint)
-    except (SourceError, SinkError) as exc:
-        return fail(str(exc), "the checkpoint is intact: fix the cause and run again to resume")
+    except StreamsiftError as exc:
+        return errors.report(exc)
     except KeyboardInterrupt:
         return ABORT_EXIT_CODE
     except AbortRequested:

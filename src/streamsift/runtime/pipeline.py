@@ -37,8 +37,9 @@ from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import describe
 from streamsift.sinks.clickhouse.ddl import create_table_sql, quote
 from streamsift.sinks.dlq import DLQ_COLUMNS
-from streamsift.sinks.errors import SinkTransientError
+from streamsift.sinks.errors import SinkConfigError, SinkPermanentError, SinkTransientError
 from streamsift.sinks.retry import RetryInterrupted
+from streamsift.sources.errors import SourceError, SourceUnavailable
 
 EXECUTOR_WATCH_S = 2.0  # how often the driver pings ClickHouse while executors insert
 log = logging.getLogger("streamsift.runtime")
@@ -341,23 +342,24 @@ def _was_interrupted(error: Any) -> bool:
     return "RetryInterrupted" in text or "cancelled" in text.lower()
 
 
+# Our errors that reach the driver as text inside a py4j error, from a batch or an executor.
+_ERRORS_RAISED_IN_BATCHES = (
+    SourceUnavailable,
+    SourceError,
+    SinkConfigError,
+    SinkTransientError,
+    SinkPermanentError,
+    PipelineFailed,
+)
+
+
 def explain_failure(error: Any) -> PipelineFailed:
     """One readable line (and a hint) for a failed streaming query, not a JVM trace."""
     text = str(getattr(error, "desc", None) or error)
-    for marker in (
-        "SourceError: ",
-        "SourceUnavailable: ",
-        "SinkConfigError: ",
-        "SinkTransientError: ",
-        "SinkPermanentError: ",
-        "PipelineFailed: ",
-    ):
+    for cls in _ERRORS_RAISED_IN_BATCHES:
+        marker = f"{cls.__name__}: "
         idx = text.rfind(marker)
         if idx >= 0:
-            line = text[idx + len(marker) :].splitlines()[0]
-            hint = None
-            if "Unavailable" in marker or "Transient" in marker:
-                hint = "the checkpoint is intact: fix the connection and run again to resume"
-            return PipelineFailed(line, hint)
+            return PipelineFailed(text[idx + len(marker) :].splitlines()[0])
     first = next((ln for ln in text.splitlines() if ln.strip()), text)
     return PipelineFailed(first[:500], "run with --verbose for Spark's full log")

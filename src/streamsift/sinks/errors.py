@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from streamsift.errors import (
-    ConfigurationError,
-    PermanentError,
-    StreamsiftError,
-    TransientError,
-)
+from streamsift.errors import PermanentError, StreamsiftError, TransientError
 
 
 class SinkError(StreamsiftError):
     """Base of all sink errors."""
 
 
-class SinkConfigError(SinkError, ConfigurationError):
-    """The target cannot be used as configured (missing table, unsafe settings...)."""
+class SinkConfigError(SinkError, PermanentError):
+    """The target cannot be used as it stands (missing table, unsafe settings...): fix the
+    table or the pipeline's sink settings, then run again."""
 
 
 class SinkTransientError(SinkError, TransientError):

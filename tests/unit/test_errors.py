@@ -1,0 +1,65 @@
+"""One error hierarchy: every package's errors have a kind, and the CLI maps kinds once."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamsift.cli import errors as cli_errors
+from streamsift.config import ConfigError
+from streamsift.errors import RESUME_HINT, ErrorKind, StreamsiftError
+from streamsift.runtime.dead_letters import DlqNotFound, EmbeddedClickHouseBusy
+from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
+from streamsift.runtime.replay import ReplayConflict, ReplayUnsupported
+from streamsift.sinks.errors import (
+    SinkConfigError,
+    SinkError,
+    SinkPermanentError,
+    SinkTransientError,
+)
+from streamsift.sources.errors import SourceError, SourceUnavailable
+
+KINDS = [
+    (ConfigError("name: bad"), ErrorKind.CONFIGURATION, 2),
+    (RuntimeConfigError("Java 17+ is needed"), ErrorKind.CONFIGURATION, 2),
+    (ReplayUnsupported("joins cannot be replayed"), ErrorKind.CONFIGURATION, 2),
+    (SourceUnavailable("Kafka at h:1 did not answer"), ErrorKind.TRANSIENT, 1),
+    (SinkTransientError("ClickHouse did not answer"), ErrorKind.TRANSIENT, 1),
+    (EmbeddedClickHouseBusy("locked"), ErrorKind.TRANSIENT, 1),
+    (SourceError("topic 'x' does not exist"), ErrorKind.PERMANENT, 1),
+    (SinkConfigError("table lacks the dedup window"), ErrorKind.PERMANENT, 1),
+    (SinkPermanentError("Code: 60", code=60), ErrorKind.PERMANENT, 1),
+    (PipelineFailed("the query failed"), ErrorKind.PERMANENT, 1),
+    (ReplayConflict("changed"), ErrorKind.PERMANENT, 1),
+    (DlqNotFound("no DLQ table", "run first"), ErrorKind.PERMANENT, 1),
+]
+
+
+@pytest.mark.parametrize(("error", "kind", "code"), KINDS, ids=[type(k[0]).__name__ for k in KINDS])
+def test_every_error_has_a_kind_and_one_exit_code(
+    error: StreamsiftError, kind: ErrorKind, code: int, capsys: pytest.CaptureFixture
+) -> None:
+    assert isinstance(error, StreamsiftError)
+    assert error.kind is kind
+    assert cli_errors.report(error) == code
+    err = capsys.readouterr().err
+    assert error.message.split(":")[0] in err
+
+
+def test_hints_default_by_kind_and_can_be_given() -> None:
+    assert SinkTransientError("down").hint == RESUME_HINT
+    assert PipelineFailed("failed").hint == RESUME_HINT
+    assert ConfigError("x: bad").hint is None
+    assert PipelineFailed("failed", "run with --verbose").hint == "run with --verbose"
+    assert SinkError("base").hint is None
+
+
+def test_config_errors_print_one_line_per_problem(capsys: pytest.CaptureFixture) -> None:
+    assert cli_errors.report(ConfigError(["a: bad", "b: worse"], source="p.yaml")) == 2
+    assert capsys.readouterr().err == "p.yaml: a: bad\np.yaml: b: worse\n"
+
+
+def test_other_errors_print_a_line_and_a_hint(capsys: pytest.CaptureFixture) -> None:
+    cli_errors.report(SourceUnavailable("Kafka at 127.0.0.1:1 did not answer"))
+    assert capsys.readouterr().err == (
+        f"error: Kafka at 127.0.0.1:1 did not answer\nhint: {RESUME_HINT}\n"
+    )
