@@ -301,7 +301,7 @@ def test_replay_interrupted_mid_chunk_and_rerun_inserts_nothing_twice(setup, uni
 def test_rows_clickhouse_refused_are_replayed_once_the_table_accepts_them(
     broker, chdb_path, tmp_path, unique_name
 ):
-    """Rows refused at insert (a CHECK constraint) hold mapped values; replay re-inserts them."""
+    """Rows refused at insert (a CHECK constraint) hold their message; replay re-inserts them."""
     doc = pipeline_doc(
         broker.bootstrap_servers,
         unique_name,

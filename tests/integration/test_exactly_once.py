@@ -7,6 +7,7 @@ ClickHouse server mode runs against the chdb-backed HTTP endpoint in its own pro
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -225,7 +226,8 @@ def test_clickhouse_failures_are_retried_until_it_recovers(
 
 
 def test_rows_clickhouse_refuses_go_to_the_dlq(broker, tmp_path, unique_name, endpoint):
-    """A constraint the values violate: those rows go to the DLQ with the code, the rest land."""
+    """A constraint the values violate: those rows go to the DLQ with the code and their
+    original message (read back from Kafka on the executors that insert), the rest land."""
     broker.create_topic(unique_name, 3)
     truth = Truth()
     events = list(generate(EventSpec(2_000, 0.0, seed=24), truth))
@@ -251,11 +253,14 @@ def test_rows_clickhouse_refuses_go_to_the_dlq(broker, tmp_path, unique_name, en
     assert endpoint.count(unique_name) == 1_980
     assert result.stats["written"] == 1_980 and result.stats["dlq"] == 20
     dlq = endpoint.client.query(
-        f"SELECT stage, error_class, error FROM {unique_name}_dlq"
+        f"SELECT stage, error_class, error, key, payload FROM {unique_name}_dlq"
     ).result_rows
     assert len(dlq) == 20
-    assert {(s, c) for s, c, _ in dlq} == {("sink", "clickhouse_469")}
-    assert all("positive" in err for *_, err in dlq)
+    assert {(s, c) for s, c, *_ in dlq} == {("sink", "clickhouse_469")}
+    assert all("positive" in err for _, _, err, *_ in dlq)
+    # each holds its message byte for byte, as produced (key: the event id)
+    sent = {e["event_id"]: json.dumps(e) for e in events[::100]}
+    assert {key: payload for *_, key, payload in dlq} == sent
 
 
 def _wait_for(predicate, timeout: float, what: str) -> None:

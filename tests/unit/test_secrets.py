@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from streamsift.config import parse_pipeline
@@ -23,6 +24,7 @@ from streamsift.sinks.clickhouse.client import RowFailure
 from streamsift.sinks.dlq import DLQ_COLUMNS
 from streamsift.sinks.errors import SinkError
 from streamsift.sinks.retry import RetryPolicy
+from streamsift.sources.fetch import Message
 
 SASL_SECRET = "sasl-Secret-7Hq2"
 CH_SECRET = "ch-Secret-9Wd4"
@@ -199,11 +201,18 @@ def test_dead_letter_rows_hold_record_data_and_no_configuration():
             **{name: meta[name] for name in OUTPUT_META},
         }
     )
-    counts = BatchWriter(p, capture, driver_pid=os.getpid()).write(frame, "q", 0, "driver")  # type: ignore[arg-type]
+
+    def kafka(_pipeline, positions):  # the refused row's message, as Kafka holds it
+        return {(t, p, o): Message(b"k", raw[o], 0) for t, p, o in positions}
+
+    batch_writer = BatchWriter(p, capture, driver_pid=os.getpid(), read_originals=kafka)  # type: ignore[arg-type]
+    counts = batch_writer.write(frame, "q", 0, "driver")
     assert (counts.written, counts.dlq) == (1, 3)  # two parse failures, one refused row
     dlq = pa.concat_tables(capture.inserted[p.dlq_table])
     assert dlq.column_names == [name for name, _ in DLQ_COLUMNS]
     assert sorted(dlq.column("stage").to_pylist()) == ["parse", "parse", "sink"]
+    sink_letter = dlq.filter(pc.equal(dlq.column("stage"), "sink")).to_pylist()[0]
+    assert (sink_letter["key"], sink_letter["payload"]) == (b"k", raw[0])
     values = [v for col in dlq.columns for v in col.to_pylist()]
     text = " ".join(v.decode(errors="replace") if isinstance(v, bytes) else str(v) for v in values)
     assert "svc" not in text and "kafka.example" not in text and "/tmp/unused" not in text

@@ -6,8 +6,8 @@ part are sorted by (topic, partition, offset), cut into chunks of `max_batch_siz
 chunk is inserted with the token `<query id>:<batch id>:<part>:rows:<chunk>`; a re-run batch
 re-creates the same parts, chunks and tokens, and ClickHouse skips what it already holds.
 Rows ClickHouse refuses for their values go to the DLQ with its error code and message, and
-with their original message (payload and key), which travels with every row for that (not
-into the table: only the mapped columns are inserted).
+with their original message (payload and key), read back from Kafka by the row's position
+(sources/fetch.py): rows carry no raw message up to here, which keeps it off the hot path.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -23,9 +24,11 @@ import pyarrow.compute as pc
 
 from streamsift.config.models import KafkaSource, Pipeline
 from streamsift.runtime.query import SORT_KEY as OUTPUT_SORT_KEY
+from streamsift.runtime.query import read_spec
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import code_of, row_error
 from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
+from streamsift.sources.fetch import Message, Position, fetch_messages
 from streamsift.transforms.event_time import AHEAD_OF_KAFKA_TIMESTAMP, FUTURE_EVENT_TIME
 from streamsift.transforms.parse import is_required_field_error
 
@@ -51,19 +54,32 @@ class BatchCounts:
 COUNTS_SCHEMA = pa.schema([("written", pa.int64()), ("dlq", pa.int64()), ("late", pa.int64())])
 
 
+MessageReader = Callable[[Pipeline, Sequence[Position]], Mapping[Position, Message | None]]
+
+
+def read_back(pipeline: Pipeline, positions: Sequence[Position]) -> dict[Position, Message | None]:
+    """The original messages at `positions` of a single-source pipeline, from its Kafka."""
+    return fetch_messages(read_spec(pipeline, pipeline.source), positions)
+
+
 @dataclass
 class BatchWriter:
-    """Everything needed to write a part of a batch; picklable for executors."""
+    """Everything needed to write a part of a batch; picklable for executors.
+
+    `read_originals` reads refused rows' messages back from Kafka (a module-level function, so
+    that it pickles; the pipeline it gets holds the source's settings, secrets included).
+    """
 
     pipeline: Pipeline
     writer: ClickHouseWriter
     driver_pid: int
+    read_originals: MessageReader = read_back
 
     def write(self, data: pa.Table, query_id: str, batch_id: int, part: str) -> BatchCounts:
         if data.num_rows == 0:
             return BatchCounts()
-        # Rows in SORT_KEY order, by index: the raw messages (the bulk of `data`) are only
-        # copied for dead letters, never for the rows that go into the table.
+        # Rows in SORT_KEY order, by index: only the columns each use needs are copied (the
+        # mapped ones for the table; the metadata and raw message for dead letters).
         order = pc.sort_indices(data.select(OUTPUT_SORT_KEY), sort_keys=SORT_KEY)
         bad_mask = pc.is_valid(data.column("_error")).take(order)
         good = order.filter(pc.invert(bad_mask))
@@ -97,7 +113,8 @@ class BatchWriter:
         return BatchCounts(out.num_rows - len(refused), dead.num_rows, late)
 
     def _dead_letters(self, bad: pa.Table, stage: str | None, errors: list[str] | None) -> pa.Table:
-        """`stage` None: each row's own `_stage` (parse, transform or filter)."""
+        """`stage` None: each row's own `_stage` (parse, transform or filter), whose raw
+        message came with it; `sink`: rows ClickHouse refused, whose message is read back."""
         n = bad.num_rows
         messages = errors if errors is not None else bad.column("_error").to_pylist()
         stages = [stage] * n if stage else bad.column("_stage").to_pylist()
@@ -105,6 +122,10 @@ class BatchWriter:
             sink_error_class(m) if s == "sink" else error_class(m, s)
             for m, s in zip(messages, stages, strict=True)
         ]
+        if stage == "sink":
+            keys, payloads = self._originals(bad)
+        else:
+            keys, payloads = bad.column("_key"), pc.fill_null(bad.column("_raw"), b"")
         now = datetime.now(timezone.utc)
         return pa.Table.from_arrays(
             [
@@ -114,8 +135,8 @@ class BatchWriter:
                 bad.column("_partition"),
                 bad.column("_offset"),
                 bad.column("_kafka_ts").cast(pa.timestamp("ms", tz="UTC")),
-                bad.column("_key"),
-                self._payloads(bad) if stage == "sink" else pc.fill_null(bad.column("_raw"), b""),
+                keys,
+                payloads,
                 pa.array(stages, pa.string()),
                 pa.array(classes, pa.string()),
                 pa.array(messages, pa.string()),
@@ -124,23 +145,44 @@ class BatchWriter:
             schema=DLQ_ARROW_SCHEMA,
         ).combine_chunks()
 
-    def _payloads(self, rows: pa.Table) -> pa.Array:
-        """For rows refused at insert: the original message, or, for a joined row (which has
-        none: it comes from two), the mapped values as JSON."""
-        raw = rows.column("_raw")
-        if raw.null_count == 0:
-            return raw
+    def _originals(self, rows: pa.Table) -> tuple[pa.Array, pa.Array]:
+        """Key and payload of rows refused at insert: their original message, read back from
+        Kafka. A joined row comes from two messages: no key, and the mapped values as JSON;
+        so does a row whose message Kafka no longer holds (compacted away)."""
+        found: list[Message | None] = [None] * rows.num_rows
+        if self.pipeline.join is None:
+            positions: list[Position] = list(
+                zip(
+                    rows.column("_topic").to_pylist(),
+                    rows.column("_partition").to_pylist(),
+                    rows.column("_offset").to_pylist(),
+                    strict=True,
+                )
+            )
+            messages = self.read_originals(self.pipeline, positions)
+            found = [messages.get(p) for p in positions]
+            if gone := sum(m is None for m in found):
+                log.warning(
+                    "%d refused rows' messages are no longer in Kafka: their dead letters hold "
+                    "the mapped values as JSON",
+                    gone,
+                )
+        mapped = self._mapped_json(rows.filter(pa.array([m is None for m in found])))
+        payloads = [m.value or b"" if m is not None else next(mapped) for m in found]
+        keys = [m.key if m is not None else None for m in found]
+        return pa.array(keys, pa.binary()), pa.array(payloads, pa.binary())
+
+    def _mapped_json(self, rows: pa.Table) -> Iterator[bytes]:
+        """The rows' mapped values, one JSON object each."""
         import json
 
         cols = [m.column for m in self.pipeline.sink.mapping]
         maps = [m.column for m in self.pipeline.sink.mapping if m.ch_type.inner.name == "Map"]
-        records = rows.select(cols).to_pylist()
-        for record in records:  # Arrow maps come back as pairs; JSON wants objects
-            for col in maps:
+        for record in rows.select(cols).to_pylist():
+            for col in maps:  # Arrow maps come back as pairs; JSON wants objects
                 if record[col] is not None:
                     record[col] = dict(record[col])
-        joined = pa.array([json.dumps(r, default=str).encode() for r in records], pa.binary())
-        return pc.if_else(pc.is_null(raw), joined, raw)
+            yield json.dumps(record, default=str).encode()
 
     def _fault_point(self) -> None:
         """Die like kill -9 after the K-th insert when the fault-injection variable says so."""

@@ -6,7 +6,8 @@ source. Its output rows carry the typed fields plus metadata columns; rows whose
 set are dead letters and pass dedup untouched, so the sink can route them to the DLQ in the
 same micro-batch (one query, one checkpoint).
 The raw payload and key travel only with dead letters, unless `keep_raw` asks for them on
-every row (a later filter, computed field or the ClickHouse insert may still refuse a row).
+every row (a later filter or computed field may still send a row to the DLQ). A row the
+ClickHouse insert refuses has its message read back from Kafka by its position instead.
 """
 
 from __future__ import annotations

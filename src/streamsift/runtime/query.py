@@ -114,14 +114,14 @@ def read_source(
     """One Kafka source as a streaming frame: parsed, deduplicated, transformed, filtered.
 
     Adds `_stage` ('parse' on dead letters from the source) and `_source` (the source's id).
-    A single source keeps every row's raw message for the DLQ, up to the sink (ClickHouse may
-    refuse a row); a joined source only until its own filters ran (the join forgets it).
+    Rows keep their raw message only while a filter or computed field may still send them to
+    the DLQ; past that, only dead letters hold it. (A row ClickHouse refuses has its message
+    read back from Kafka by its position: runtime/batch_writer.py.)
     """
     from pyspark.sql import functions as F
 
-    joined = pipeline.join is not None
     processor = SourceProcessor.build(
-        src.schema_, dedup, checkpoint / "dedup", keep_raw=not joined or not stage.empty
+        src.schema_, dedup, checkpoint / "dedup", keep_raw=not stage.empty
     )
     spec = read_spec(pipeline, src)
     if new_query:
@@ -141,9 +141,7 @@ def read_source(
         }
     )
     if not stage.empty:
-        frame = apply_stage(frame, stage, source_scope(src))
-        if joined:
-            frame = drop_raw_of_good_rows(frame)
+        frame = drop_raw_of_good_rows(apply_stage(frame, stage, source_scope(src)))
     return frame
 
 
