@@ -127,15 +127,6 @@ def column_name(node: exp.Column | exp.Dot) -> str:
     return ".".join(part.name for part in node.parts)
 
 
-def referenced_fields(tree: exp.Expression) -> list[str]:
-    """Field paths used by an expression, in order of first use."""
-    seen: dict[str, None] = {}
-    for node in tree.walk():
-        if isinstance(node, (exp.Column, exp.Dot)) and not isinstance(node.parent, exp.Dot):
-            seen.setdefault(column_name(node), None)
-    return list(seen)
-
-
 def resolve(name: str, scope: Mapping[str, FieldType]) -> str:
     """The field a column reference means: exact name, else a unique case-insensitive match."""
     if name in scope:
