@@ -16,9 +16,10 @@ import pyarrow.compute as pc
 import pytest
 
 from streamsift.config import parse_pipeline
+from streamsift.config.rows import OUTPUT_COLUMNS
 from streamsift.embedded.broker import free_port
 from streamsift.runtime.batch_writer import BatchWriter
-from streamsift.runtime.query import OUTPUT_META, read_spec
+from streamsift.runtime.query import read_spec
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import RowFailure
 from streamsift.sinks.dlq import DLQ_COLUMNS
@@ -177,7 +178,7 @@ def test_dead_letter_rows_hold_record_data_and_no_configuration():
         None,
     ]
     n = len(raw)
-    meta = {  # the output frame's metadata columns (runtime/query.py OUTPUT_META)
+    meta = {  # the output frame's metadata columns (config/rows.py OUTPUT_COLUMNS)
         "_topic": pa.array(["events"] * n),
         "_partition": pa.array([0] * n, pa.int32()),
         "_offset": pa.array(range(n), pa.int64()),
@@ -193,12 +194,14 @@ def test_dead_letter_rows_hold_record_data_and_no_configuration():
         "_rpartition": pa.array([-1] * n, pa.int32()),
         "_roffset": pa.array([-1] * n, pa.int64()),
     }
-    assert set(OUTPUT_META) <= set(meta), "a new metadata column: give it a value here"
+    assert {c.name for c in OUTPUT_COLUMNS} <= set(meta), (
+        "a new metadata column: give it a value here"
+    )
     frame = pa.table(
         {
             "event_id": pa.array(["a", None, None, "b"]),
             "amount": pa.array([1.5, None, None, 2.0]),
-            **{name: meta[name] for name in OUTPUT_META},
+            **{c.name: meta[c.name] for c in OUTPUT_COLUMNS},
         }
     )
 

@@ -32,7 +32,10 @@ from pydantic import (
 
 from streamsift.config.durations import format_duration, parse_duration
 from streamsift.config.expressions import ExpressionError, check_expression, fits
+from streamsift.config.rows import KAFKA_FIELDS, RESERVED_COLUMNS
 from streamsift.config.types import (
+    INTEGER_COLUMNS,
+    SCALAR_TYPES,
     CHType,
     FieldType,
     check_compatible,
@@ -41,20 +44,6 @@ from streamsift.config.types import (
 )
 
 MAX_DEDUP_WINDOW = timedelta(days=7)
-
-# Kafka metadata every source offers as read-only fields: name -> (pipeline column, type).
-KAFKA_FIELDS: dict[str, tuple[str, FieldType]] = {
-    "_kafka.topic": ("_topic", FieldType.STRING),
-    "_kafka.partition": ("_partition", FieldType.INT),
-    "_kafka.offset": ("_offset", FieldType.INT),
-    "_kafka.timestamp": ("_kafka_ts", FieldType.TIMESTAMP),
-}
-# Column names the pipeline uses for its own bookkeeping; payload fields may not take them.
-RESERVED_COLUMNS = frozenset(
-    {"_topic", "_partition", "_offset", "_kafka_ts", "_event_time", "_late", "_key", "_raw"}
-    | {"_error", "_stage", "_source", "_rpartition", "_roffset", "_ok", "_pre_error"}
-    | {f"_jk{i}" for i in range(16)}
-)
 
 Duration = Annotated[
     timedelta,
@@ -225,10 +214,10 @@ class Schema(_Model):
             raise ValueError(f"fields collide once dots become '__': {', '.join(clash)}")
         for f in self.fields:
             if f.name.split(".")[0] == "_kafka" or f.column in RESERVED_COLUMNS:
+                *others, last = KAFKA_FIELDS
                 raise ValueError(
                     f"field name {f.name!r} is reserved for the pipeline's own columns; "
-                    "the Kafka metadata is available as _kafka.topic, _kafka.partition, "
-                    "_kafka.offset and _kafka.timestamp"
+                    f"the Kafka metadata is available as {', '.join(others)} and {last}"
                 )
         for other in names:
             parts = other.split(".")
@@ -325,10 +314,7 @@ class DedupMode(str, Enum):
     EXACT = "exact"  # everything but repeats of an identical payload within the window
 
 
-VERSION_TYPES = frozenset(
-    {f"{p}Int{b}" for p in ("", "U") for b in (8, 16, 32, 64, 128, 256)}
-    | {"Date", "Date32", "DateTime", "DateTime64"}
-)
+VERSION_TYPES = frozenset(INTEGER_COLUMNS | {"Date", "Date32", "DateTime", "DateTime64"})
 
 
 class Dedup(_Model):
@@ -391,14 +377,7 @@ class Transform(_Model):
     @field_validator("type")
     @classmethod
     def _type(cls, v: FieldType) -> FieldType:
-        allowed = (
-            FieldType.STRING,
-            FieldType.INT,
-            FieldType.FLOAT,
-            FieldType.BOOL,
-            FieldType.TIMESTAMP,
-        )
-        if v not in allowed:
+        if v not in SCALAR_TYPES:
             raise ValueError(
                 f"computed fields are string, int, float, bool or timestamp, not {v.value}"
             )
@@ -671,15 +650,6 @@ def source_scope(source: KafkaSource) -> dict[str, FieldRef]:
     return scope
 
 
-_KEY_TYPES = {
-    FieldType.STRING,
-    FieldType.INT,
-    FieldType.FLOAT,
-    FieldType.BOOL,
-    FieldType.TIMESTAMP,
-}
-
-
 # ---------------------------------------------------------------------------- pipeline
 
 
@@ -801,11 +771,11 @@ class Pipeline(_Model):
                         f"{getattr(join, side_name).source!r}"
                     )
             lt, rt = sides["left"][lk].type, sides["right"][rk].type
-            if lt not in _KEY_TYPES or rt not in _KEY_TYPES:
-                bad = lk if lt not in _KEY_TYPES else rk
+            if lt not in SCALAR_TYPES or rt not in SCALAR_TYPES:
+                bad = lk if lt not in SCALAR_TYPES else rk
                 raise ValueError(
                     f"join.left.key: {bad!r} is of type "
-                    f"{(lt if lt not in _KEY_TYPES else rt).value}; join keys are string, int, "
+                    f"{(lt if lt not in SCALAR_TYPES else rt).value}; join keys are string, int, "
                     "float, bool or timestamp fields"
                 )
             numeric = {FieldType.INT, FieldType.FLOAT}

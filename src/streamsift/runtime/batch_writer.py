@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamsift.config.models import KafkaSource, Pipeline
-from streamsift.runtime.query import SORT_KEY as OUTPUT_SORT_KEY
+from streamsift.config.rows import SORT_KEY as OUTPUT_SORT_KEY
 from streamsift.runtime.query import read_spec
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import code_of, row_error

@@ -30,7 +30,8 @@ from itertools import groupby
 
 import pyarrow as pa
 
-from streamsift.config.models import KAFKA_FIELDS, Pipeline
+from streamsift.config.models import Pipeline
+from streamsift.config.rows import KAFKA_FIELDS
 from streamsift.config.types import FieldType
 from streamsift.errors import ConfigurationError
 from streamsift.runtime.batch_writer import error_class, pipeline_secrets

@@ -25,17 +25,8 @@ from streamsift.config.expressions import (
     resolve,
 )
 from streamsift.config.models import FieldRef, Transform
-from streamsift.config.types import FieldType
+from streamsift.config.types import SPARK_SQL_TYPES
 
-# Spark SQL types of computed fields (and of payload fields, for casts).
-SPARK_SQL_TYPES: dict[FieldType, str] = {
-    FieldType.STRING: "STRING",
-    FieldType.INT: "BIGINT",
-    FieldType.FLOAT: "DOUBLE",
-    FieldType.BOOL: "BOOLEAN",
-    FieldType.TIMESTAMP: "TIMESTAMP",
-    FieldType.JSON: "STRING",
-}
 _TRY_FUNCTIONS = {
     exp.Add: "try_add",
     exp.Sub: "try_subtract",
