@@ -66,7 +66,7 @@ def test_a_payload_field_may_not_take_a_metadata_name(column: str) -> None:
 @pytest.mark.parametrize("name", ["_id", "_version", "_kafka_id", "_rev"])
 def test_other_underscore_names_stay_readable(name: str) -> None:
     assert name not in RESERVED_COLUMNS
-    assert parse_pipeline(with_field(name)).source.schema_.field(name) is not None
+    assert parse_pipeline(with_field(name)).primary_source.schema_.field(name) is not None
 
 
 def test_the_source_schema_is_the_payload_then_the_declared_metadata() -> None:

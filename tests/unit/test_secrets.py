@@ -71,13 +71,13 @@ def assert_clean(*texts: str) -> None:
 
 def test_pipeline_repr_str_and_dump_hide_secrets():
     p = pipeline()
-    assert p.source.security.password.get_secret_value() == SASL_SECRET
+    assert p.primary_source.security.password.get_secret_value() == SASL_SECRET
     assert p.sink.clickhouse.password.get_secret_value() == CH_SECRET
     assert_clean(repr(p), str(p), p.model_dump_json(), repr(p.model_dump()))
 
 
 def test_kafka_read_spec_hands_the_secret_to_librdkafka_only():
-    spec = read_spec(p := pipeline(), p.source)
+    spec = read_spec(p := pipeline(), p.primary_source)
     assert spec.consumer_config()["sasl.password"] == SASL_SECRET
     assert_clean(repr(spec), str(spec), f"{spec}", f"{spec!r}")
     assert "events" in repr(spec)

@@ -136,7 +136,7 @@ def summary(pipeline: Pipeline) -> str:
 
     join = pipeline.join
     if join is None:
-        return f"{pipeline.source.topic} -> {pipeline.sink.table}" + (
+        return f"{pipeline.primary_source.topic} -> {pipeline.sink.table}" + (
             f", {dedup(pipeline.dedup)}" if pipeline.dedup else ""
         )
     by_id = {s.id: s for s in pipeline.inputs}
@@ -173,7 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     install_stop_handlers(runner.stop)
     print(
-        f"running {pipeline.name}: {pipeline.source.topic} -> {runner.describe_sink()} table "
+        f"running {pipeline.name}: {pipeline.primary_source.topic} -> {runner.describe_sink()} table "
         f"{pipeline.sink.table} (checkpoint {runner.checkpoint})",
         file=sys.stderr,
     )

@@ -698,7 +698,7 @@ class Pipeline(_Model):
         return self
 
     def _check_single_source(self) -> dict[str, FieldRef]:
-        schema = self.source.schema_
+        schema = self.primary_source.schema_
         if self.dedup is not None:
             for key in self.dedup.key:
                 if schema.field(key) is None:
@@ -712,7 +712,7 @@ class Pipeline(_Model):
                         f"dedup.version_field: {version!r} must be an int or timestamp field of "
                         "source.schema (or _kafka.offset / _kafka.timestamp)"
                     )
-        return source_scope(self.source)
+        return source_scope(self.primary_source)
 
     def _check_join(self) -> dict[str, FieldRef]:
         sources = self.sources or ()
@@ -855,8 +855,9 @@ class Pipeline(_Model):
             )
 
     @property
-    def source(self) -> KafkaSource:
-        """The single source, or the join's left source (what summaries and names refer to)."""
+    def primary_source(self) -> KafkaSource:
+        """The single source, or the join's left source: what summaries, names and the
+        consumer group refer to. Code that means every source iterates `inputs`."""
         if self.source_ is not None:
             return self.source_
         sources = self.sources or ()
@@ -870,9 +871,6 @@ class Pipeline(_Model):
     def inputs(self) -> tuple[KafkaSource, ...]:
         """Every source the pipeline reads."""
         return (self.source_,) if self.source_ is not None else tuple(self.sources or ())
-
-    def source_by_id(self, source_id: str) -> JoinSource:
-        return next(s for s in self.sources or () if s.id == source_id)
 
     @property
     def replacing_version_column(self) -> str | None:
@@ -893,7 +891,7 @@ class Pipeline(_Model):
 
     @property
     def consumer_group(self) -> str:
-        return self.source.consumer_group or f"streamsift-{self.name}"
+        return self.primary_source.consumer_group or f"streamsift-{self.name}"
 
     @property
     def dlq_table(self) -> str:

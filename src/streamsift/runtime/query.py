@@ -76,7 +76,7 @@ def build_stream(spark: Any, pipeline: Pipeline, checkpoint: Path, new_query: bo
             frame = payload_of_joined_rows(frame, scope)
         return StreamPlan(output_frame(frame, pipeline, scope), initial)
 
-    src = pipeline.source
+    (src,) = pipeline.inputs
     stage = Stage(pipeline.transform, pipeline.filter)
     frame = read_source(spark, pipeline, src, pipeline.dedup, stage, checkpoint, new_query, initial)
     return StreamPlan(

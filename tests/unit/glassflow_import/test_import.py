@@ -64,7 +64,7 @@ def test_example_validates_as_a_pipeline(version: str) -> None:
     assert pipeline.dedup is not None
     assert pipeline.dedup.key == ("event_id",)
     assert pipeline.dedup.time_window == timedelta(hours=1)
-    assert pipeline.source.schema_.event_time is None
+    assert pipeline.primary_source.schema_.event_time is None
     assert pipeline.sink.clickhouse.password.get_secret_value() == "secret"
     assert pipeline.sink.clickhouse.port == 8123
     assert not pipeline.sink.clickhouse.embedded

@@ -41,7 +41,7 @@ def test_sasl_credentials() -> None:
         "password": "s3cret",
         "skip_tls_verification": True,
     }
-    assert parse_pipeline(doc).source.security.librdkafka()["sasl.password"] == "s3cret"
+    assert parse_pipeline(doc).primary_source.security.librdkafka()["sasl.password"] == "s3cret"
 
 
 def test_skip_auth_drops_a_leftover_mechanism() -> None:
