@@ -5,10 +5,10 @@ ClickHouse column (named and ordered as `sink.mapping`), then the metadata colum
 `OUTPUT_COLUMNS` (config/rows.py). Rows whose `_error` is set are dead letters (`_stage`
 says where they failed, `_source` which source they came from); the batch writer routes them.
 
-Sorting the rows of a batch by `SORT_KEY` (config/rows.py; all non-null) gives the same order on every
-re-run: a joined row is identified by its left record (topic, partition, offset) and its
-right record (`_rpartition`, `_roffset`, -1 when there is none, e.g. a left-outer row, a
-dead letter or a single-source pipeline).
+Sorting the rows of a batch by `SORT_KEY` (config/rows.py; all non-null) gives the same
+order on every re-run: a joined row is identified by its left record (topic, partition,
+offset) and its right record (`_rpartition`, `_roffset`, -1 when there is none, e.g. a
+left-outer row, a dead letter or a single-source pipeline).
 """
 
 from __future__ import annotations

@@ -96,9 +96,7 @@ def build_join(
         condition = condition & (F.col(f"l.{key}") == F.col(f"r.{key}"))
     how = "inner" if join.type is JoinType.INNER else "leftouter"
     joined = (
-        left.filter(F.col(JOIN_SPLIT))
-        .alias("l")
-        .join(right.filter(F.col(JOIN_SPLIT)).alias("r"), condition, how)
+        left.filter(JOIN_SPLIT).alias("l").join(right.filter(JOIN_SPLIT).alias("r"), condition, how)
     )
 
     scope: dict[str, FieldRef] = {}
@@ -150,9 +148,9 @@ def _of_joined_row(column: MetaColumn, left_source: str) -> Any:
         # decide what its state holds, and a checkpoint keeps that state's schema.
         value = F.lit(left_source)
     elif column.joined is None:
-        value = F.lit(None)
+        value = F.lit(None).cast(column.sql_type)
     elif column in RIGHT_RECORD_COLUMNS:
-        value = F.coalesce(F.col(column.joined), F.lit(NO_RECORD))
+        value = F.coalesce(F.col(column.joined), F.lit(NO_RECORD)).cast(column.sql_type)
     else:
         value = F.col(column.joined)
-    return value.cast(column.sql_type).alias(column.name)
+    return value.alias(column.name)
