@@ -167,7 +167,8 @@ def _examples(values: list[Any]) -> tuple[Any, ...]:
 def _event_time_candidates(
     fields: Sequence[InferredField], seen: dict[str, _Seen]
 ) -> list[EventTimeCandidate]:
-    """Timestamps first, then numbers that read as unix times; time-like names lead."""
+    """Timestamps, then numbers that read as unix seconds, then milliseconds; within each,
+    time-like names (`created_at`, `ts`) lead."""
     found: list[EventTimeCandidate] = []
     for f in fields:
         values = seen[f.name].values
@@ -187,7 +188,8 @@ def _event_time_candidates(
                         f"`{f.name} / 1000` as a field first",
                     )
                 )
-    return sorted(found, key=lambda c: (c.kind != "timestamp", not _time_like(c.name)))
+    order = ("timestamp", "epoch_seconds", "epoch_millis")  # most usable as is first
+    return sorted(found, key=lambda c: (order.index(c.kind), not _time_like(c.name)))
 
 
 def _time_like(name: str) -> bool:
