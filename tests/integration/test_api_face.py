@@ -19,11 +19,19 @@ import httpx
 import pytest
 import uvicorn
 import yaml
+from fastapi import FastAPI
 
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
 from streamsift.embedded.clickhouse_server import spawn_server
+from streamsift.errors import (
+    ConfigurationError,
+    ConflictError,
+    NotFoundError,
+    PermanentError,
+    TransientError,
+)
 from streamsift.sdk import Client, NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
 
 pytestmark = pytest.mark.integration
@@ -35,10 +43,11 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 class ServerThread:
     """A uvicorn server for `create_app(settings)` in a thread, on a free loopback port."""
 
-    def __init__(self, settings: ServiceSettings) -> None:
+    def __init__(self, settings: ServiceSettings, app: FastAPI | None = None) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(create_app(settings), log_level="warning", lifespan="on")
+        app = app or create_app(settings)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
 
@@ -125,6 +134,59 @@ def test_without_a_token_every_route_is_open() -> None:
             json={"expression": "a > 1", "fields": [{"name": "a", "type": "int"}]},
         )
         assert ok.json() == {"ok": True, "kind": "bool", "fields": ["a"]}
+
+
+def test_readyz_is_503_until_the_lifespan_has_started() -> None:
+    import asyncio
+
+    async def ask() -> httpx.Response:
+        transport = httpx.ASGITransport(app=create_app(ServiceSettings()))  # no lifespan run
+        async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+            return await client.get("/readyz")
+
+    assert_error(asyncio.run(ask()), 503, "service_unavailable", "starting or stopping")
+
+
+def test_each_kind_of_error_has_its_status_and_the_one_shape(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from streamsift.config import ConfigError
+    from streamsift.sources.errors import SourceUnavailable
+
+    raised = {
+        "config": ConfigError(["a.b: wrong", "c: missing"]),
+        "missing": NotFoundError("no pipeline 'p'"),
+        "conflict": ConflictError(
+            "p is Running", "stop it first", {"state": "Running", "allowed": ["stop"]}
+        ),
+        "input": ConfigurationError("bad input"),
+        "transient": TransientError("broker busy", "try later"),
+        "both": SourceUnavailable("broker gone"),  # transient and permanent: transient wins
+        "permanent": PermanentError("refused"),
+        "unexpected": RuntimeError("password=hunter2"),
+    }
+    app = create_app(ServiceSettings())
+
+    @app.get("/raise/{what}")
+    def fail(what: str) -> None:
+        raise raised[what]
+
+    with ServerThread(ServiceSettings(), app) as server, httpx.Client(base_url=server.url) as c:
+        body = assert_error(c.get("/raise/config"), 422, "unprocessable_entity", "2 problems")
+        assert body["details"] == {"problems": ["a.b: wrong", "c: missing"]}
+        assert_error(c.get("/raise/missing"), 404, "not_found", "no pipeline 'p'")
+        body = assert_error(c.get("/raise/conflict"), 409, "conflict", "p is Running")
+        assert body["details"] == {"state": "Running", "allowed": ["stop"], "hint": "stop it first"}
+        assert_error(c.get("/raise/input"), 400, "bad_request", "bad input")
+        body = assert_error(c.get("/raise/transient"), 503, "service_unavailable", "broker busy")
+        assert body["details"] == {"hint": "try later"}
+        assert_error(c.get("/raise/both"), 503, "service_unavailable", "broker gone")
+        assert_error(c.get("/raise/permanent"), 502, "bad_gateway", "refused")
+        with caplog.at_level("ERROR", logger="streamsift.api"):
+            unexpected = c.get("/raise/unexpected")
+        assert_error(unexpected, 500, "internal_error", "see the server's log")
+        assert "hunter2" not in unexpected.text
+        assert "RuntimeError" in caplog.text and "hunter2" not in caplog.text
 
 
 def test_a_body_over_4_mib_is_refused_with_413(http: httpx.Client) -> None:
