@@ -381,6 +381,15 @@ def make_embedded_table(path: Path, table: str) -> None:
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=120)
 
 
+HOLD_EMBEDDED = (
+    "import sys, time, chdb.session as s\n"
+    "x = s.Session(sys.argv[1])\n"
+    "x.query('SELECT 1')\n"
+    "print('held', flush=True)\n"
+    "time.sleep(120)\n"
+)
+
+
 def test_clickhouse_probes_on_an_embedded_path(http: httpx.Client, tmp_path: Path) -> None:
     path = tmp_path / "chdb"
     make_embedded_table(path, "events")
@@ -399,6 +408,17 @@ def test_clickhouse_probes_on_an_embedded_path(http: httpx.Client, tmp_path: Pat
     ]
     # the server did not keep the directory: another process can open it again
     make_embedded_table(path, "more")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_EMBEDDED, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        busy = http.post("/api/v1/connections/clickhouse/test", json={"path": str(path)})
+        body = assert_error(busy, 503, "service_unavailable", "another process")
+        assert "one process per data directory" in body["details"]["hint"]
+    finally:
+        holder.kill()
+        holder.wait()
     nowhere = http.post(
         "/api/v1/connections/clickhouse/test", json={"path": str(tmp_path / "missing")}
     )

@@ -25,7 +25,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from streamsift.config.models import ClickHouseConnection, KafkaSecurity
-from streamsift.errors import NotFoundError, StreamsiftError, TransientError
+from streamsift.errors import NotFoundError, PermanentError, StreamsiftError, TransientError
 from streamsift.runtime.dead_letters import EmbeddedClickHouseBusy
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -45,6 +45,12 @@ class ClickHouseUnreachable(TransientError):
     """ClickHouse did not answer within the probe's wait."""
 
     default_hint = "is ClickHouse up, and host/port right?"
+
+
+class ClickHouseRefused(PermanentError):
+    """ClickHouse answered with an error (credentials, database, a statement it refused)."""
+
+    default_hint = "check the connection's username, password and database"
 
 
 # ------------------------------------------------------------------------------ Kafka
@@ -272,21 +278,12 @@ def _in_child(probe: Any, *args: Any) -> Any:
 
 def _client(conn: ClickHouseConnection, timeout_s: float) -> Any:
     from streamsift.sinks.clickhouse.client import connect
-    from streamsift.sinks.errors import SinkConfigError, SinkTransientError
+    from streamsift.sinks.errors import SinkError
 
     try:
         return connect(conn, connect_timeout_s=timeout_s)
-    except SinkTransientError as exc:
-        raise ClickHouseUnreachable(exc.message) from None
-    except SinkConfigError as exc:
-        if conn.embedded and "chdb" in exc.message:
-            raise EmbeddedClickHouseBusy(
-                f"cannot open the embedded ClickHouse at {conn.path}: another process "
-                "(a running pipeline?) has it open",
-                "chdb allows one process per data directory: stop the pipeline first, "
-                "or use a ClickHouse server",
-            ) from None
-        raise
+    except SinkError as exc:
+        raise _probe_error(conn, exc) from None
 
 
 def _query(client: Any, conn: ClickHouseConnection, sql: str) -> list[tuple]:
@@ -297,7 +294,23 @@ def _query(client: Any, conn: ClickHouseConnection, sql: str) -> list[tuple]:
     try:
         return list(client.query(sql).result_rows)
     except ClickHouseError as exc:
-        raise classify(exc, f"querying {describe(conn)}") from None
+        error = classify(exc, f"querying {describe(conn)}")
+        assert isinstance(error, StreamsiftError)
+        raise _probe_error(conn, error) from None
+
+
+def _probe_error(conn: ClickHouseConnection, exc: StreamsiftError) -> StreamsiftError:
+    """A sink's error in a probe's words (a sink's hints speak of checkpoints and runs)."""
+    if conn.embedded and "Unable to open the chdb engine" in exc.message:
+        return EmbeddedClickHouseBusy(
+            f"cannot open the embedded ClickHouse at {conn.path}: another process "
+            "(a running pipeline?) has it open",
+            "chdb allows one process per data directory: stop the pipeline first, "
+            "or use a ClickHouse server",
+        )
+    if isinstance(exc, TransientError):
+        return ClickHouseUnreachable(exc.message)
+    return ClickHouseRefused(exc.message)
 
 
 def _info(conn: ClickHouseConnection, timeout_s: float) -> ClickHouseInfo:
