@@ -77,9 +77,11 @@ def create_app(settings: ServiceSettings | None = None, service: Any = None) -> 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
 
     app.include_router(health.router)
-    guarded = {"dependencies": [Depends(require_token)], "responses": ERROR_RESPONSES}
-    app.include_router(docs.router, dependencies=guarded["dependencies"])
+    # The token check only when there is a token: then the OpenAPI document declares the
+    # bearer scheme exactly when the server asks for it.
+    auth = [Depends(require_token)] if settings.token is not None else []
+    app.include_router(docs.router, dependencies=auth)
     # validation first: its POST /api/v1/pipelines/validate must win over /{id} routes.
     for router in (validation, connections, schemas, expressions):
-        app.include_router(router.router, **guarded)
+        app.include_router(router.router, dependencies=auth, responses=ERROR_RESPONSES)
     return app

@@ -38,8 +38,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--token",
         default=None,
-        help=f"require 'Authorization: Bearer TOKEN' on every route but health "
-        f"(default: ${TOKEN_ENV})",
+        help=f"require 'Authorization: Bearer TOKEN' on every route but health (default: "
+        f"${TOKEN_ENV}, which is better: a command line is visible to other users)",
     )
     p.add_argument("--verbose", action="store_true", help="debug logging, and uvicorn's access log")
     p.set_defaults(func=cmd_serve)
