@@ -138,6 +138,13 @@ def resolve(name: str, scope: Mapping[str, FieldType]) -> str:
     raise ExpressionError(f"unknown field {name!r} (fields: {known})")
 
 
+def bare_boolean(node: exp.Expression) -> str | None:
+    """`TRUE` or `FALSE` when a column reference is really a boolean word, else None."""
+    if isinstance(node, exp.Column) and not node.table and node.name.upper() in ("TRUE", "FALSE"):
+        return node.name.upper()
+    return None
+
+
 def check_expression(text: str, scope: Mapping[str, FieldType]) -> str:
     """Check `text` against the fields in `scope`; return the kind of value it produces."""
     tree = parse_expression(text)
@@ -150,15 +157,7 @@ class _Checker:
 
     def kind(self, node: exp.Expression) -> str:  # noqa: C901 - one branch per node type
         if isinstance(node, (exp.Column, exp.Dot)):
-            if (
-                isinstance(node, exp.Column)
-                and not node.table
-                and node.name.upper()
-                in (
-                    "TRUE",
-                    "FALSE",
-                )
-            ):
+            if bare_boolean(node):
                 return BOOL
             return KIND_OF_FIELD[self.scope[resolve(column_name(node), self.scope)]]
         if isinstance(node, exp.Paren):

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from streamsift.config.expressions import (
     KIND_OF_FIELD,
+    bare_boolean,
     check_expression,
     column_name,
     parse_expression,
@@ -104,16 +105,8 @@ class _Compiler:
 
     def visit(self, node: exp.Expression) -> tuple[str, list[Failure]]:  # noqa: C901
         if isinstance(node, (exp.Column, exp.Dot)):
-            if (
-                isinstance(node, exp.Column)
-                and not node.table
-                and node.name.upper()
-                in (
-                    "TRUE",
-                    "FALSE",
-                )
-            ):
-                return node.name.upper(), []
+            if word := bare_boolean(node):
+                return word, []
             name = resolve(column_name(node), {k: v.type for k, v in self.scope.items()})
             column = self.scope[name].column
             self.fields.setdefault(name, column)

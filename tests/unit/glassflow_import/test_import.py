@@ -16,7 +16,16 @@ from streamsift.config.glassflow import (
 )
 from streamsift.config.loader import is_glassflow
 
-from .documents import DELETE, EXAMPLES, MAPPING, VERSIONS, changed, example, problems
+from .documents import (
+    DELETE,
+    EXAMPLES,
+    MAPPING,
+    VERSIONS,
+    changed,
+    example,
+    names_the_field,
+    problems,
+)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -182,12 +191,4 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("version", "path", "value", "expected"),
-    INVALID,
-    ids=[f"{c[0]}:{c[1]}={c[2]!r}"[:80] for c in INVALID],
-)
-def test_invalid_glassflow_document_names_the_glassflow_field(
-    version: str, path: str, value: object, expected: str
-) -> None:
-    assert problems(changed(example(version), path, value)) == [expected]
+test_invalid_glassflow_document_names_the_glassflow_field = names_the_field(INVALID)
