@@ -16,7 +16,6 @@ import concurrent.futures
 import json
 import logging
 import multiprocessing
-import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,6 +23,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from streamsift.config.base import IDENTIFIER
 from streamsift.config.models import ClickHouseConnection, KafkaSecurity
 from streamsift.errors import NotFoundError, PermanentError, StreamsiftError, TransientError
 from streamsift.runtime.dead_letters import EmbeddedClickHouseBusy
@@ -31,7 +31,6 @@ from streamsift.runtime.dead_letters import EmbeddedClickHouseBusy
 DEFAULT_TIMEOUT_S = 10.0
 MAX_SAMPLES = 100
 MAX_RAW_CHARS = 10_000
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CHILD_START_S = 30.0  # a child process importing the ClickHouse client, on a busy machine
 
 
@@ -228,7 +227,7 @@ def clickhouse_columns(
     conn: ClickHouseConnection, table: str, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> list[ColumnInfo]:
     """The columns of `table` in the connection's database, in table order."""
-    if not _IDENTIFIER.match(table):
+    if not IDENTIFIER.match(table):
         raise NotFoundError(f"{table!r} is not a plain table name (letters, digits, _)")
     return _run(_columns, conn, timeout_s, table)
 
