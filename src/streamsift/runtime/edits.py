@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from streamsift.config.durations import format_duration
 from streamsift.config.models import Dedup, JoinSource, Pipeline
 from streamsift.runtime.secret_box import MASK, get_path, secret_paths, set_path
 
@@ -26,7 +27,7 @@ def state_changes(old: Pipeline, new: Pipeline) -> list[str]:
     if _dedups(old) != _dedups(new):
         changes.append(f"dedup {_describe(_dedups(old))} -> {_describe(_dedups(new))}")
     if _join_keys(old) != _join_keys(new):
-        changes.append(f"join keys and windows {_join_keys(old)} -> {_join_keys(new)}")
+        changes.append(f"join keys or windows {_join(old)} -> {_join(new)}")
     return changes
 
 
@@ -43,8 +44,20 @@ def _dedup(d: Dedup | None) -> tuple[Any, ...] | None:
 def _describe(dedups: list[tuple[Any, ...] | None]) -> str:
     parts = []
     for d in dedups:
-        parts.append("none" if d is None else f"{d[0]} on {'+'.join(d[1])} within {d[2]}")
+        parts.append(
+            "none" if d is None else f"{d[0]} on {'+'.join(d[1])} within {format_duration(d[2])}"
+        )
     return ", ".join(parts)
+
+
+def _join(p: Pipeline) -> str:
+    j = p.join
+    if j is None:
+        return "none"
+    return (
+        f"{'+'.join(j.left.key)} within {format_duration(j.left.time_window)} = "
+        f"{'+'.join(j.right.key)} within {format_duration(j.right.time_window)}"
+    )
 
 
 def _join_keys(p: Pipeline) -> tuple[Any, ...] | None:
