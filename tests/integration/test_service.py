@@ -129,6 +129,9 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
     name = "svc-main"
     broker.create_topic(name, 2)
     produce(broker, name, range(100))
+    malformed = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    malformed.produce(name, key=b"bad", value=b"{not json")
+    assert malformed.flush(30) == 0
     clickhouse = {"path": str(chdb), "password": CH_PASSWORD}
     record = service.create(pipeline_doc(name, broker, clickhouse))
     assert record.state is State.CREATED
@@ -154,11 +157,14 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
     assert service.get(name).state is State.RUNNING
     wait_for(
         "the status to count them",
-        lambda: service.status(name).written == 150 and service.status(name).read == 300,
+        lambda: service.status(name).written == 150 and service.status(name).read == 301,
         timeout=30,
     )
     status = service.status(name)
-    assert status.duplicates == 150
+    assert (status.duplicates, status.dlq) == (150, 1)
+    with service.dead_letters(name) as letters:  # through the embedded ClickHouse's endpoint
+        [letter] = letters.pending(10)
+        assert letter.payload == b"{not json"
     assert status.worker_state == "running"
     assert set(status.lag_by_partition) == {f"{name}/0", f"{name}/1"}
     assert status.last_batch_at is not None and status.last_batch_duration_ms is not None

@@ -62,6 +62,14 @@ def is_worker(pid: int, directory: Path) -> bool:
     return args is not None and WORKER_MODULE in args and str(directory) in args
 
 
+def find_worker(directory: Path) -> int | None:
+    """The pid of a live worker for `directory`, found among all processes, if any."""
+    for entry in Path("/proc").glob("[0-9]*"):
+        if is_worker(int(entry.name), directory):
+            return int(entry.name)
+    return None
+
+
 def read_status(directory: Path) -> dict[str, Any] | None:
     try:
         return json.loads((directory / STATUS_FILE).read_text())
@@ -130,9 +138,15 @@ class Supervisor:
         return proc.pid
 
     def adopt(self, pipeline_id: str, pid: int | None) -> bool:
-        """Watch a worker a previous server started, if it still runs; False if it does not."""
+        """Watch a worker a previous server started, if it still runs; False if it does not.
+
+        The recorded pid first; else any live worker for the pipeline's directory (one whose
+        pid the previous server had no time to record): never two workers on one checkpoint.
+        """
         directory = self.directory(pipeline_id)
         if pid is None or not is_worker(pid, directory):
+            pid = find_worker(directory)
+        if pid is None:
             return False
         running = (read_status(directory) or {}).get("state") == "running"
         with self._lock:
