@@ -130,7 +130,8 @@ class Supervisor:
                 start_new_session=True,
             )
         assert proc.stdin is not None
-        with proc.stdin:
+        # a worker that dies at once (its log says why) is reported by the watch as it ends
+        with contextlib.suppress(BrokenPipeError), proc.stdin:
             proc.stdin.write(json.dumps(document).encode())
         with self._lock:
             self._workers[pipeline_id] = Worker(pipeline_id, directory, proc.pid, proc)
@@ -148,9 +149,9 @@ class Supervisor:
             pid = find_worker(directory)
         if pid is None:
             return False
-        running = (read_status(directory) or {}).get("state") == "running"
-        with self._lock:
-            self._workers[pipeline_id] = Worker(pipeline_id, directory, pid, None, running)
+        with self._lock:  # (a running one is reported at the next poll, in case the
+            # previous server died before it could record it running)
+            self._workers[pipeline_id] = Worker(pipeline_id, directory, pid, None)
         log.info("pipeline %s: adopted its running worker (pid %d)", pipeline_id, pid)
         return True
 
