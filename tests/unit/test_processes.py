@@ -1,4 +1,4 @@
-"""loadtest.processes on real processes: a kill takes down the whole tree, wherever its members
+"""runtime.processes on real processes: a kill takes down the whole tree, wherever its members
 moved (own process group, like PySpark's daemons; own session, like a spawned endpoint)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from streamsift.loadtest import processes
+from streamsift.runtime import processes
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 

@@ -44,8 +44,8 @@ from streamsift.bench.common import (
 )
 from streamsift.bench.resources import TreeSampler, process_cpu
 from streamsift.embedded.broker import Broker, create_topic
-from streamsift.loadtest import processes
 from streamsift.loadtest.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
+from streamsift.runtime import processes
 
 SCENARIOS = ("ingest", "dedup", "dedup-join")
 LIVE_SCENARIOS = ("ingest", "dedup")  # the join scenario is measured draining a backlog only

@@ -33,8 +33,8 @@ from streamsift.bench.common import (
     verify,
     verify_join,
 )
-from streamsift.loadtest import processes
 from streamsift.loadtest.schema import JOIN_FIELDS, LOAD_FIELDS, LOAD_MAPPING
+from streamsift.runtime import processes
 from streamsift.runtime.progress import RunStats
 
 TABLE = "events"

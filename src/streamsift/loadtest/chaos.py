@@ -58,7 +58,6 @@ from confluent_kafka import Producer
 
 from streamsift.embedded.broker import Broker
 from streamsift.embedded.clickhouse_server import spawn_server
-from streamsift.loadtest import processes
 from streamsift.loadtest.generator import (
     EventSpec,
     JoinSpec,
@@ -80,6 +79,7 @@ from streamsift.loadtest.join_events import (
     reference_rows,
 )
 from streamsift.loadtest.schema import EVENT_FIELDS, EVENT_MAPPING
+from streamsift.runtime import processes
 
 SHAPES = ("dedup", "join")
 JOIN_TYPES = ("inner", "left")

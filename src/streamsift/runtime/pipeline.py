@@ -57,7 +57,12 @@ class RunResult:
 
 
 class PipelineRunner:
-    """Runs one pipeline: until caught up (availableNow) or until asked to stop."""
+    """Runs one pipeline: until caught up (availableNow) or until asked to stop.
+
+    `driver_inserts`: insert from the driver even into a ClickHouse server (as embedded
+    ClickHouse always does) instead of from the executors. `last_progress` holds Spark's
+    latest progress report (a dict), for a status that shows more than `stats`.
+    """
 
     def __init__(
         self,
@@ -66,8 +71,11 @@ class PipelineRunner:
         verbose: bool = False,
         on_progress: Callable[[RunStats], None] | None = None,
         stop: StopFlag | None = None,
+        driver_inserts: bool = False,
     ) -> None:
         self.pipeline = pipeline
+        self.driver_inserts = driver_inserts or pipeline.sink.clickhouse.embedded
+        self.last_progress: dict[str, Any] | None = None
         self.base_dir = Path(base_dir)
         self.verbose = verbose
         self.on_progress = on_progress
@@ -227,8 +235,11 @@ class PipelineRunner:
         return abandoned
 
     def _poll(self, query: Any) -> None:
-        for progress in query.recentProgress:
+        progresses = query.recentProgress
+        for progress in progresses:
             self.stats.ingest(progress)
+        if progresses:
+            self.last_progress = json.loads(progresses[-1].json)
         if self.on_progress:
             self.on_progress(self.stats)
 
@@ -257,10 +268,10 @@ class PipelineRunner:
             raise
 
     def _write(self, df: Any, batch_id: int) -> None:
-        """Write rows and dead letters, on the driver or on the executors."""
+        """Write rows and dead letters, on the driver or on the executors (see __init__)."""
         qid = self._query_id_from_checkpoint()
         writer = self.batch_writer
-        if self.pipeline.sink.clickhouse.embedded:
+        if self.driver_inserts:
             counts = writer.write(df.toArrow(), qid, batch_id, "driver")
         else:
             with self._status_of_executor_inserts():

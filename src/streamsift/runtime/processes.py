@@ -1,6 +1,8 @@
-"""Start a child process tree and take it down, for the bench and the kill -9 harness.
+"""Start a child process tree and take it down, for the service, the bench and the kill -9
+harness.
 
-Both start a Python process (a bench worker, a `streamsift run`) that starts a Spark JVM,
+Each starts a Python process (a pipeline worker, a bench worker, a `streamsift run`) that
+starts a Spark JVM,
 PySpark's worker daemons and their workers, and sometimes a ClickHouse endpoint; when a run
 must end, all of them must end at once. PySpark's daemons move into process groups of their
 own (pyspark/daemon.py: `os.setpgid(0, 0)`), so killing the child's process group is not
@@ -51,32 +53,41 @@ def kill_tree(proc: subprocess.Popen) -> int:
     until none is left, the other members of its session and the descendants found before
     the kill. Returns how many processes outside the child's process group were killed.
     """
+    stray = kill_pid_tree(proc.pid, alive=proc.poll() is None)
+    proc.wait(10)
+    return stray
+
+
+def kill_pid_tree(pid: int, alive: bool = True) -> int:
+    """`kill_tree` for a process known by its pid only (e.g. one a previous server started,
+    so not a child of this one: whoever is its parent now reaps it). `alive`: False when the
+    process is known to have exited (its children were then handed to init: none to find)."""
     table = _process_table()
     # A session outlives its leader while members live, and its id is not reused meanwhile.
-    leader = any(session == proc.pid for _parent, _group, session in table.values())
+    leader = any(session == pid for _parent, _group, session in table.values())
     descendants: set[int] = set()
     if leader:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    elif proc.poll() is None:  # (a dead child's children were handed to init: none to find)
-        descendants = _descendants(proc.pid, table)
-        proc.kill()
+            os.killpg(pid, signal.SIGKILL)
+    elif alive:
+        descendants = _descendants(pid, table)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     stray: set[int] = set()
     for _ in range(KILL_ROUNDS):
         table = _process_table()
         members = {
-            pid: group
-            for pid, (_parent, group, session) in table.items()
-            if pid in descendants or (leader and session == proc.pid)
+            member: group
+            for member, (_parent, group, session) in table.items()
+            if member in descendants or (leader and session == pid)
         }
         if not members:
             break
-        for pid in members:
+        for member in members:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        stray |= {pid for pid, group in members.items() if group != proc.pid}
+                os.kill(member, signal.SIGKILL)
+        stray |= {member for member, group in members.items() if group != pid}
         time.sleep(0.05)
-    proc.wait(10)
     return len(stray)
 
 
@@ -135,3 +146,16 @@ def _descendants(pid: int, table: dict[int, tuple[int, int, int]]) -> set[int]:
                 found.add(child)
                 todo.append(child)
     return found
+
+
+def command_line(pid: int) -> list[str] | None:
+    """The arguments of a live process (None when it is gone, a zombie, or unreadable):
+    to tell that a recorded pid is still the process it was, not a reused number."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return None
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, IndexError):
+        return None
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]

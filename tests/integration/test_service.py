@@ -1,0 +1,288 @@
+"""The service core end to end: `PipelineService` with real worker processes (Spark), the
+bundled broker and embedded ClickHouse served by its endpoint.
+
+Each pipeline start costs a Spark start-up (~15-20 s here), so the pipelines are reused across
+assertions: one module-scoped service runs the main pipeline through its whole lifecycle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import clickhouse_connect
+import pytest
+from confluent_kafka import Producer
+
+from streamsift.embedded.broker import Broker, free_port
+from streamsift.errors import ConflictError
+from streamsift.runtime.lifecycle import State
+from streamsift.runtime.processes import kill_pid_tree
+from streamsift.runtime.service import PipelineService
+
+pytestmark = pytest.mark.integration
+
+CH_PASSWORD = "ch-secret-Vq93"
+START_TIMEOUT_S = 180
+
+
+def pipeline_doc(
+    name: str, broker: Broker, clickhouse: dict[str, Any], **sink: Any
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "source": {
+            "bootstrap_servers": broker.bootstrap_servers,
+            "topic": name,
+            "schema": {
+                "fields": [
+                    {"name": "event_id", "type": "string"},
+                    {"name": "n", "type": "int"},
+                    {"name": "created_at", "type": "timestamp"},
+                ],
+                "event_time": "created_at",
+            },
+        },
+        "dedup": {"key": "event_id", "time_window": "1h"},
+        "sink": {
+            "clickhouse": clickhouse,
+            "table": name.replace("-", "_"),
+            "create_table": True,
+            "order_by": ["event_id"],
+            "mapping": [
+                {"field": "event_id", "column": "event_id", "type": "String"},
+                {"field": "n", "column": "n", "type": "Int64"},
+                {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
+            ],
+            **sink,
+        },
+    }
+
+
+def produce(broker: Broker, topic: str, ids: range, repeats: int = 2) -> None:
+    """Each event id `repeats` times (dedup keeps one), spread over the topic's partitions."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for _ in range(repeats):
+        for i in ids:
+            value = {"event_id": f"e{i}", "n": i, "created_at": "2026-01-01T00:00:00Z"}
+            producer.produce(topic, key=f"e{i}".encode(), value=json.dumps(value).encode())
+    assert producer.flush(30) == 0
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def rows(service: PipelineService, chdb: Path, table: str) -> tuple[int, int]:
+    """(rows, distinct event ids) of a table in the embedded ClickHouse, via its endpoint."""
+    host, port = service.endpoints.address(chdb)
+    client = clickhouse_connect.get_client(host=host, port=port)
+    try:
+        exists = client.command(f"EXISTS TABLE {table}")
+        if not int(exists):
+            return (0, 0)
+        total, distinct = client.query(
+            f"SELECT count(), uniqExact(event_id) FROM {table}"
+        ).result_rows[0]
+        return int(total), int(distinct)
+    finally:
+        client.close()
+
+
+def in_state(service: PipelineService, pipeline_id: str, state: State) -> Callable[[], bool]:
+    return lambda: service.get(pipeline_id).state is state
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("service") / "data"
+
+
+@pytest.fixture(scope="module")
+def chdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("service-chdb") / "clickhouse"
+
+
+@pytest.fixture(scope="module")
+def service(data_dir: Path) -> Iterator[PipelineService]:
+    svc = PipelineService(data_dir)
+    svc.start()
+    yield svc
+    svc.close(stop_all=True)
+
+
+def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
+    service: PipelineService, broker: Broker, chdb: Path, data_dir: Path
+) -> None:
+    name = "svc-main"
+    broker.create_topic(name, 2)
+    produce(broker, name, range(100))
+    malformed = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    malformed.produce(name, key=b"bad", value=b"{not json")
+    assert malformed.flush(30) == 0
+    clickhouse = {"path": str(chdb), "password": CH_PASSWORD}
+    record = service.create(pipeline_doc(name, broker, clickhouse))
+    assert record.state is State.CREATED
+    wait_for("Running", in_state(service, name, State.RUNNING))
+    wait_for("100 rows", lambda: rows(service, chdb, "svc_main") == (100, 100))
+
+    # a second pipeline whose ClickHouse refuses connections fails alone, readably
+    closed_port = free_port()
+    bad = pipeline_doc(
+        "svc-bad", broker, {"host": "127.0.0.1", "port": closed_port}, connect_timeout="2s"
+    )
+    broker.create_topic("svc-bad", 1)
+    service.create(bad)
+    wait_for("svc-bad Failed", in_state(service, "svc-bad", State.FAILED))
+    failed = service.get("svc-bad")
+    assert failed.error is not None and f"127.0.0.1:{closed_port}" in failed.error
+    assert failed.error_at is not None
+    assert "Traceback" not in failed.error
+
+    # ... while the first one goes on: exactly once
+    produce(broker, name, range(100, 150))
+    wait_for("150 rows", lambda: rows(service, chdb, "svc_main") == (150, 150))
+    assert service.get(name).state is State.RUNNING
+    wait_for(
+        "the status to count them",
+        lambda: service.status(name).written == 150 and service.status(name).read == 301,
+        timeout=30,
+    )
+    status = service.status(name)
+    assert (status.duplicates, status.dlq) == (150, 1)
+    with service.dead_letters(name) as letters:  # through the embedded ClickHouse's endpoint
+        [letter] = letters.pending(10)
+        assert letter.payload == b"{not json"
+    assert status.worker_state == "running"
+    assert set(status.lag_by_partition) == {f"{name}/0", f"{name}/1"}
+    assert status.last_batch_at is not None and status.last_batch_duration_ms is not None
+
+    # a running pipeline is neither edited nor deleted; it is not resumed either
+    with pytest.raises(ConflictError) as caught:
+        service.edit(name, pipeline_doc(name, broker, clickhouse))
+    assert caught.value.details["current_status"] == "Running"
+    assert caught.value.details["valid_transitions"] == ["Stopping", "Terminating", "Failed"]
+    with pytest.raises(ConflictError):
+        service.delete(name)
+    with pytest.raises(ConflictError) as caught:
+        service.resume(name)
+    assert caught.value.details["requested_status"] == "Resuming"
+
+    # stop, produce more while stopped, resume: exact
+    assert service.stop(name).state is State.STOPPING
+    wait_for("Stopped", in_state(service, name, State.STOPPED))
+    produce(broker, name, range(150, 200))
+    assert service.resume(name).state is State.RESUMING
+    wait_for("Running again", in_state(service, name, State.RUNNING))
+    wait_for("200 rows", lambda: rows(service, chdb, "svc_main") == (200, 200))
+    states = [c.to_state.value for c in service.history(name)]
+    assert states == ["Created", "Running", "Stopping", "Stopped", "Resuming", "Running"]
+
+    # secrets: never in clear at rest or in a status, shown as ***
+    assert service.document(name)["sink"]["clickhouse"]["password"] == "***"
+    assert service.document(name, reveal_secrets=True)["sink"]["clickhouse"]["password"] == (
+        CH_PASSWORD
+    )
+    for path in data_dir.rglob("*"):
+        if path.is_file() and path.suffix in (".db", ".json", ".db-wal", ".log", ".key"):
+            assert CH_PASSWORD.encode() not in path.read_bytes(), path
+
+    # terminate at once, then edit: a changed dedup window needs reset_state
+    service.terminate(name)
+    assert service.get(name).state is State.STOPPED
+    changed = pipeline_doc(name, broker, clickhouse)
+    changed["dedup"]["time_window"] = "2h"
+    changed["sink"]["clickhouse"]["password"] = "***"  # as read back: keeps the stored one
+    with pytest.raises(ConflictError, match="dedup first on event_id within 1h -> .*2h") as caught:
+        service.edit(name, changed)
+    assert caught.value.hint is not None and "reset_state=true" in caught.value.hint
+    assert service.edit(name, changed, reset_state=True).version == 2
+    assert service.document(name, reveal_secrets=True)["sink"]["clickhouse"]["password"] == (
+        CH_PASSWORD
+    )
+    assert not (data_dir / "pipelines" / name / "checkpoints" / name).exists()
+
+    # delete: only at rest, and then it is gone
+    service.delete("svc-bad")
+    service.delete(name)
+    assert [r.id for r in service.list()] == []
+    assert not (data_dir / "pipelines" / name).exists()
+
+
+SERVER = textwrap.dedent(
+    """
+    import json, sys, time
+    from pathlib import Path
+    from streamsift.runtime.lifecycle import State
+    from streamsift.runtime.service import PipelineService
+
+    service = PipelineService(Path(sys.argv[1]))
+    service.start()
+    service.create(json.loads(sys.argv[2]))
+    while service.get(json.loads(sys.argv[2])["name"]).state is not State.RUNNING:
+        time.sleep(0.2)
+    print("running", flush=True)
+    time.sleep(3600)
+    """
+)
+
+
+def test_after_the_server_is_killed_pipelines_are_adopted_or_restarted_exactly(
+    broker: Broker, tmp_path: Path
+) -> None:
+    name = "svc-restart"
+    data_dir, chdb = tmp_path / "data", tmp_path / "clickhouse"
+    broker.create_topic(name, 2)
+    produce(broker, name, range(100))
+    doc = pipeline_doc(name, broker, {"path": str(chdb)})
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(data_dir), json.dumps(doc)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline().strip() == b"running"
+    finally:
+        server.send_signal(signal.SIGKILL)  # the server alone: its workers live on
+        server.wait()
+
+    # a new server adopts the running worker (same pid) and its endpoint
+    second = PipelineService(data_dir)
+    worker_pid = second.store.worker_pid(name)
+    second.start()
+    try:
+        assert worker_pid is not None and second.supervisor.is_running(name)
+        wait_for("100 rows", lambda: rows(second, chdb, "svc_restart") == (100, 100))
+        produce(broker, name, range(100, 150))
+        wait_for("150 rows", lambda: rows(second, chdb, "svc_restart") == (150, 150))
+        assert second.status(name).pid == worker_pid
+    finally:
+        second.close()  # the worker keeps running ...
+    kill_pid_tree(worker_pid)  # ... until it dies too, like the server did
+
+    # the next server finds it gone and restarts it from its checkpoint: exact
+    produce(broker, name, range(150, 200))
+    third = PipelineService(data_dir)
+    third.start()
+    try:
+        wait_for("200 rows", lambda: rows(third, chdb, "svc_restart") == (200, 200))
+        assert third.store.worker_pid(name) not in (None, worker_pid)
+        assert third.get(name).state is State.RUNNING
+        notes = [c.note or "" for c in third.history(name)]
+        assert any("restarted" in n for n in notes)
+    finally:
+        third.close(stop_all=True)
+    assert third.endpoints.records.exists() and not list(third.endpoints.records.glob("*"))
