@@ -20,6 +20,7 @@ from streamsift.api.errors import install_error_handlers
 from streamsift.api.middleware import BodySizeLimit, CatchUnexpected
 from streamsift.api.models import ErrorBody
 from streamsift.api.routers import connections, docs, expressions, health, schemas, validation
+from streamsift.api.routers import glassflow as glassflow_api
 from streamsift.api.settings import ServiceSettings
 
 # Every route may answer these, in the one error shape (api/errors.py).
@@ -84,4 +85,5 @@ def create_app(settings: ServiceSettings | None = None, service: Any = None) -> 
     # validation first: its POST /api/v1/pipelines/validate must win over /{id} routes.
     for router in (validation, connections, schemas, expressions):
         app.include_router(router.router, dependencies=auth, responses=ERROR_RESPONSES)
+    glassflow_api.include(app, auth, ERROR_RESPONSES)  # GlassFlow's API: /api/v1/pipeline...
     return app
