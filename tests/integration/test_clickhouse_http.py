@@ -67,8 +67,10 @@ ROWS = [
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClickHouseHTTPServer]:
-    with ClickHouseHTTPServer(tmp_path_factory.mktemp("chdb")) as srv:
+def server(chdb_path: Path) -> Iterator[ClickHouseHTTPServer]:
+    # the session's one chdb directory: chdb opens one data directory per process, and
+    # earlier tests in this process may have opened it already
+    with ClickHouseHTTPServer(chdb_path) as srv:
         yield srv
 
 
