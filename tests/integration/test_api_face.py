@@ -66,8 +66,9 @@ class ServerThread:
 
 
 @pytest.fixture(scope="module")
-def api() -> Iterator[str]:
-    with ServerThread(ServiceSettings(token=TOKEN, probe_timeout_s=3)) as server:
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data_dir = tmp_path_factory.mktemp("api") / "data"
+    with ServerThread(ServiceSettings(token=TOKEN, probe_timeout_s=3, data_dir=data_dir)) as server:
         yield server.url
 
 
@@ -126,8 +127,9 @@ def test_health_is_open_and_the_rest_needs_the_token(api: str) -> None:
         assert docs.status_code == 200 and "swagger" in docs.text.lower()
 
 
-def test_without_a_token_every_route_is_open() -> None:
-    with ServerThread(ServiceSettings()) as server, httpx.Client(base_url=server.url) as client:
+def test_without_a_token_every_route_is_open(tmp_path: Path) -> None:
+    settings = ServiceSettings(data_dir=tmp_path / "data")
+    with ServerThread(settings) as server, httpx.Client(base_url=server.url) as client:
         assert client.get("/openapi.json").status_code == 200
         ok = client.post(
             "/api/v1/expressions/validate",
@@ -148,7 +150,7 @@ def test_readyz_is_503_until_the_lifespan_has_started() -> None:
 
 
 def test_each_kind_of_error_has_its_status_and_the_one_shape(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     from streamsift.config import ConfigError
     from streamsift.sources.errors import SourceUnavailable
@@ -165,13 +167,14 @@ def test_each_kind_of_error_has_its_status_and_the_one_shape(
         "permanent": PermanentError("refused"),
         "unexpected": RuntimeError("password=hunter2"),
     }
-    app = create_app(ServiceSettings())
+    settings = ServiceSettings(data_dir=tmp_path / "data")
+    app = create_app(settings)
 
     @app.get("/raise/{what}")
     def fail(what: str) -> None:
         raise raised[what]
 
-    with ServerThread(ServiceSettings(), app) as server, httpx.Client(base_url=server.url) as c:
+    with ServerThread(settings, app) as server, httpx.Client(base_url=server.url) as c:
         body = assert_error(c.get("/raise/config"), 422, "unprocessable_entity", "2 problems")
         assert body["details"] == {"problems": ["a.b: wrong", "c: missing"]}
         assert_error(c.get("/raise/missing"), 404, "not_found", "no pipeline 'p'")
@@ -565,8 +568,9 @@ def test_streamsift_serve_starts_answers_and_stops_on_sigterm(tmp_path: Path) ->
 
 
 @pytest.fixture(scope="module")
-def open_api() -> Iterator[str]:
-    with ServerThread(ServiceSettings(probe_timeout_s=0.5)) as server:
+def open_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data_dir = tmp_path_factory.mktemp("open-api") / "data"
+    with ServerThread(ServiceSettings(probe_timeout_s=0.5, data_dir=data_dir)) as server:
         yield server.url
 
 
