@@ -233,7 +233,9 @@ def test_malformed_json_and_yaml_are_400_naming_line_and_column(http: httpx.Clie
 
 def test_unknown_routes_and_bad_requests_answer_in_the_shape(http: httpx.Client) -> None:
     assert_error(http.get("/api/v1/nope"), 404, "not_found", "GET /api/v1/nope")
-    assert_error(http.get("/api/v1/pipelines/validate"), 405, "method_not_allowed")
+    assert_error(http.get("/api/v1/expressions/evaluate"), 405, "method_not_allowed")
+    # GET /api/v1/pipelines/{id}: validate is only a POST route, so here it is an id
+    assert_error(http.get("/api/v1/pipelines/validate"), 404, "not_found", "no pipeline")
     body = assert_error(
         http.post("/api/v1/expressions/evaluate", json={"expression": "a"}),
         422,
@@ -578,15 +580,21 @@ def open_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def api_schema(open_api: str):
     import schemathesis
 
-    # Routes that need no outside service; the probes' failures are tested above.
-    return schemathesis.openapi.from_url(f"{open_api}/openapi.json").include(
-        path_regex=r"^/api/v1/(pipelines/validate|expressions/|schemas/infer)"
+    # Routes that need no outside service; the probes' failures are tested above. The
+    # pipeline and DLQ routes answer for an empty data dir (404s, an empty list, bodies
+    # refused); create and resume are left out: a valid document would start a Spark driver.
+    return (
+        schemathesis.openapi.from_url(f"{open_api}/openapi.json")
+        .include(path_regex=r"^/api/v1/(pipelines|expressions/|schemas/infer)")
+        .exclude(method="POST", path="/api/v1/pipelines")
+        .exclude(path_regex=r"/resume$")
     )
 
 
 def test_no_5xx_and_answers_match_the_openapi_document(api_schema, open_api: str) -> None:
-    """Schemathesis cases for every route that needs no outside service (the pytest plugin
-    of schemathesis 4.32 does not run on pytest 9: its strategy runs under `given` here)."""
+    """Schemathesis cases for every route that needs no outside service nor starts a
+    pipeline (the pytest plugin of schemathesis 4.32 does not run on pytest 9: its strategy
+    runs under `given` here)."""
     from hypothesis import HealthCheck, given, settings
     from schemathesis import GenerationMode
     from schemathesis.specs.openapi.checks import positive_data_acceptance
@@ -596,7 +604,7 @@ def test_no_5xx_and_answers_match_the_openapi_document(api_schema, open_api: str
     )
 
     @given(case=strategy)
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
     def call(case) -> None:
         # Schema-valid is not enough to be accepted here: a pipeline document or an
         # expression has meaning the schema cannot say (a 422/400 then is right).
