@@ -189,6 +189,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     try:
         yield serve
     finally:
+        # best effort: a server that died in a test must not hide that test's failure
         with contextlib.suppress(Exception), serve.client() as client:  # noqa: BLE001
             terminate_all(client)
         serve.stop()
