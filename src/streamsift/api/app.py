@@ -1,8 +1,8 @@
 """`create_app(settings, service=None)`: the FastAPI app of `streamsift serve`.
 
-The lifespan owns the pipeline service: it starts it before the server answers `/readyz`
-with 200 and closes it when the server stops (running pipelines keep running, for the next
-server to adopt). Every route but the health checks sits behind the token when one is set.
+The lifespan owns the pipeline service: it builds and starts it on the data directory before
+the server answers `/readyz` with 200, and closes it when the server stops without stopping
+the pipelines (they keep running, for the next server on the data directory to adopt). Every route but the health checks sits behind the token when one is set.
 """
 
 from __future__ import annotations
@@ -19,9 +19,19 @@ from streamsift.api.deps import require_token
 from streamsift.api.errors import install_error_handlers
 from streamsift.api.middleware import BodySizeLimit, CatchUnexpected
 from streamsift.api.models import ErrorBody
-from streamsift.api.routers import connections, docs, expressions, health, schemas, validation
+from streamsift.api.routers import (
+    connections,
+    dlq,
+    docs,
+    expressions,
+    health,
+    pipelines,
+    schemas,
+    validation,
+)
 from streamsift.api.routers import glassflow as glassflow_api
 from streamsift.api.settings import ServiceSettings
+from streamsift.runtime.service import PipelineService
 
 # Every route may answer these, in the one error shape (api/errors.py).
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -40,7 +50,15 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def create_app(settings: ServiceSettings | None = None, service: Any = None) -> FastAPI:
+def _started_service(settings: ServiceSettings) -> PipelineService:
+    service = PipelineService(settings.data_dir)
+    service.start()
+    return service
+
+
+def create_app(
+    settings: ServiceSettings | None = None, service: PipelineService | None = None
+) -> FastAPI:
     """The app for `settings`; `service` is a ready-made PipelineService (tests), else the
     lifespan builds one on the data directory."""
     settings = settings or ServiceSettings()
@@ -48,18 +66,19 @@ def create_app(settings: ServiceSettings | None = None, service: Any = None) -> 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own = app.state.service is None
-        # >>> SERVICE CORE: build the PipelineService here when it is merged, e.g.
-        #     from streamsift.runtime.service import PipelineService
-        #     app.state.service = PipelineService(settings.data_dir)
-        #     await run_in_threadpool(app.state.service.start)
-        # <<< (until then the helper routes work and the pipeline routes answer 503)
+        if own:
+            # Starting adopts the workers a previous server left running and restarts the
+            # pipelines that should run: blocking work, off the event loop.
+            app.state.service = await run_in_threadpool(_started_service, settings)
         app.state.ready = True
         try:
             yield
         finally:
             app.state.ready = False
-            if own and app.state.service is not None:
-                await run_in_threadpool(app.state.service.close)
+            if own:
+                # Pipelines keep running: the next server on this data dir adopts them.
+                await run_in_threadpool(app.state.service.close, stop_all=False)
+                app.state.service = None
 
     app = FastAPI(
         title="streamsift",
@@ -83,7 +102,7 @@ def create_app(settings: ServiceSettings | None = None, service: Any = None) -> 
     auth = [Depends(require_token)] if settings.token is not None else []
     app.include_router(docs.router, dependencies=auth)
     # validation first: its POST /api/v1/pipelines/validate must win over /{id} routes.
-    for router in (validation, connections, schemas, expressions):
+    for router in (validation, pipelines, dlq, connections, schemas, expressions):
         app.include_router(router.router, dependencies=auth, responses=ERROR_RESPONSES)
     glassflow_api.include(app, auth, ERROR_RESPONSES)  # GlassFlow's API: /api/v1/pipeline...
     return app

@@ -20,6 +20,7 @@ from streamsift.api.settings import ServiceSettings
 from streamsift.config.errors import ConfigError
 from streamsift.config.loader import parse_document
 from streamsift.errors import TransientError
+from streamsift.runtime.service import PipelineService
 
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
 JSON_TYPES = frozenset({"application/json", ""})
@@ -47,15 +48,15 @@ class ServiceNotReady(TransientError):
     default_hint = "the server is starting or stopping; try again in a moment"
 
 
-def get_service(request: Request) -> Any:
-    """The PipelineService the lifespan built (typed Any until the service core is merged)."""
+def get_service(request: Request) -> PipelineService:
+    """The PipelineService the lifespan built (503 before it has, or after it closed)."""
     service = getattr(request.app.state, "service", None)
-    if service is None:
+    if service is None or not getattr(request.app.state, "ready", False):
         raise ServiceNotReady("the pipeline service is not running")
     return service
 
 
-ServiceDep = Annotated[Any, Depends(get_service)]
+ServiceDep = Annotated[PipelineService, Depends(get_service)]
 
 _bearer = HTTPBearer(
     auto_error=False,

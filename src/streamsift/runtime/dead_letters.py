@@ -68,8 +68,10 @@ class DeadLetters:
         )
         return counts, totals
 
-    def pending(self, limit: int) -> list[DeadLetter]:
-        return self.store.pending(limit)
+    def pending(self, limit: int, offset: int = 0) -> list[DeadLetter]:
+        """Up to `limit` pending dead letters, oldest position first, the first `offset`
+        skipped: a page of the listing (stable while no new ones arrive before it)."""
+        return self.store.pending(limit, skip=offset)
 
     def pending_count(self) -> int:
         return self.store.pending_count()

@@ -142,29 +142,39 @@ class Client:
 
     # -------------------------------------------------------------------- dead letters
 
-    def dlq_stats(self, pipeline_id: str) -> dict[str, Any]:
-        return self._call("GET", f"{PIPELINES}/{pipeline_id}/dlq/stats")
+    def dlq_stats(self, pipeline_id: str) -> m.DlqStats:
+        return self._typed(m.DlqStats, "GET", f"{PIPELINES}/{pipeline_id}/dlq/stats")
 
-    def dlq_messages(self, pipeline_id: str, limit: int = 100, offset: int = 0) -> Any:
-        """A page of pending dead letters, oldest first."""
-        return self._call(
+    def dlq_messages(self, pipeline_id: str, limit: int = 100, offset: int = 0) -> m.DeadLetterPage:
+        """A page of pending dead letters, oldest position first."""
+        return self._typed(
+            m.DeadLetterPage,
             "GET",
             f"{PIPELINES}/{pipeline_id}/dlq/messages",
             params={"limit": limit, "offset": offset},
         )
 
-    def dlq_consume(self, pipeline_id: str, limit: int = 100) -> Any:
+    def dlq_consume(self, pipeline_id: str, limit: int = 100) -> m.ConsumedLetters:
         """Take the oldest pending dead letters and mark them consumed."""
-        return self._call("POST", f"{PIPELINES}/{pipeline_id}/dlq/consume", params={"limit": limit})
+        return self._typed(
+            m.ConsumedLetters,
+            "POST",
+            f"{PIPELINES}/{pipeline_id}/dlq/consume",
+            params={"limit": limit},
+        )
 
-    def dlq_purge(self, pipeline_id: str) -> Any:
-        return self._call("POST", f"{PIPELINES}/{pipeline_id}/dlq/purge")
+    def dlq_purge(self, pipeline_id: str) -> m.PurgeResult:
+        return self._typed(m.PurgeResult, "POST", f"{PIPELINES}/{pipeline_id}/dlq/purge")
 
-    def dlq_replay(self, pipeline_id: str, limit: int | None = None, dry_run: bool = False) -> Any:
+    def dlq_replay(
+        self, pipeline_id: str, limit: int | None = None, dry_run: bool = False
+    ) -> m.ReplayResult:
         body: dict[str, Any] = {"dry_run": dry_run}
         if limit is not None:
             body["limit"] = limit
-        return self._call("POST", f"{PIPELINES}/{pipeline_id}/dlq/replay", json=body)
+        return self._typed(
+            m.ReplayResult, "POST", f"{PIPELINES}/{pipeline_id}/dlq/replay", json=body
+        )
 
     # -------------------------------------------------------------------- connection probes
 

@@ -30,22 +30,100 @@ class PipelineRecord(_Answer):
 class PipelineStatus(_Answer):
     id: str | None = None
     state: str | None = None
+    desired_state: str | None = None
+    version: int | None = None
+    error: str | None = None
+    error_at: str | None = None
+    hint: str | None = None
+    worker_state: str | None = None
     read: int | None = None
     written: int | None = None
     duplicates: int | None = None
     dlq: int | None = None
     late: int | None = None
-    lag: dict[str, Any] | None = None
-    last_batch_at: str | None = None
-    last_batch_duration_s: float | None = None
+    late_dropped: int | None = None
     batches: int | None = None
-    error: str | None = None
+    lag: int | None = None
+    lag_by_partition: dict[str, int] = Field(default_factory=dict)
+    last_batch_at: str | None = None
+    last_batch_duration_ms: int | None = None
+    reported_at: str | None = None
 
 
 class StatusChange(_Answer):
-    state: str | None = None
     at: str | None = None
+    from_state: str | None = None
+    to_state: str | None = None
     error: str | None = None
+    note: str | None = None
+
+
+# ---------------------------------------------------------------------------- dead letters
+
+
+class DeadLetter(_Answer):
+    """A dead letter; key and payload as text, or in `*_base64` when not UTF-8."""
+
+    topic: str
+    partition: int
+    offset: int
+    kafka_timestamp: str | None = None
+    failed_at: str | None = None
+    stage: str
+    error_class: str
+    error: str
+    replay_attempts: int = 0
+    key: str | None = None
+    key_base64: str | None = None
+    payload: str | None = None
+    payload_base64: str | None = None
+    first_failure: dict[str, Any] | None = None
+
+
+class DeadLetterPage(_Answer):
+    pending: int
+    offset: int
+    limit: int
+    messages: list[DeadLetter]
+
+
+class ConsumedLetters(_Answer):
+    consumed: int
+    messages: list[DeadLetter]
+
+
+class DlqClassCount(_Answer):
+    stage: str
+    error_class: str
+    pending: int
+    consumed: int
+    replayed: int
+    replaying: int = 0
+
+
+class DlqStats(_Answer):
+    pipeline: str
+    table: str
+    exists: bool = True
+    total: int
+    pending: int
+    consumed: int
+    replayed: int
+    replaying: int = 0
+    by_class: list[DlqClassCount] = Field(default_factory=list)
+
+
+class PurgeResult(_Answer):
+    purged: int
+
+
+class ReplayResult(_Answer):
+    replayed: int
+    still_failing: int
+    chunks: int = 0
+    resumed_chunks: int = 0
+    dry_run: bool = False
+    still_failing_by_class: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ValidateResult(_Answer):

@@ -195,9 +195,10 @@ class DlqStore:
         return [ClassCount(s, c, int(p), int(co), int(r), int(ri)) for s, c, p, co, r, ri in rows]
 
     def pending(
-        self, limit: int, after: tuple[str, int, int, int] | None = None
+        self, limit: int, after: tuple[str, int, int, int] | None = None, skip: int = 0
     ) -> list[DeadLetter]:
-        """Up to `limit` pending rows in (topic, partition, offset) order, after `after`."""
+        """Up to `limit` pending rows in (topic, partition, offset) order, after `after`,
+        the first `skip` of them left out (a page of a listing)."""
         cond = f"m.state IN ('', '{RETRY_FAILED}')"
         if after is not None:
             topic, partition, offset, failed_ms = after
@@ -205,7 +206,7 @@ class DlqStore:
                 f" AND (d.topic, d.partition, d.offset, d.failed_at) > ({_string(topic)}, "
                 f"{int(partition)}, {int(offset)}, fromUnixTimestamp64Milli({int(failed_ms)}, 'UTC'))"
             )
-        return self._select(cond, f"LIMIT {int(limit)}")
+        return self._select(cond, f"LIMIT {int(limit)} OFFSET {int(skip)}")
 
     def in_flight(self) -> list[DeadLetter]:
         """Rows claimed by a replay that did not finish, ordered by chunk."""

@@ -1,0 +1,407 @@
+"""The pipeline and DLQ routes end to end: `streamsift serve` as a subprocess, driven over
+HTTP with the SDK, real worker processes (Spark), the bundled broker and a ClickHouse endpoint
+(chdb behind HTTP, embedded/clickhouse_server.py) the test reads rows from.
+
+Every pipeline start costs a Spark driver (~15-20 s here): one server serves the module, and
+each test starts as few pipelines as its point needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import clickhouse_connect
+import httpx
+import pytest
+import yaml
+from confluent_kafka import Producer
+
+from streamsift.embedded.broker import Broker, free_port
+from streamsift.embedded.clickhouse_server import spawn_server
+from streamsift.runtime.processes import kill_pid_tree
+from streamsift.sdk import Client, Conflict, NotFound
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "api-pipelines-token"
+CH_PASSWORD = "ch-Secret-7Qz1"
+SASL_PASSWORD = "sasl-Secret-K4p8"
+START_TIMEOUT_S = 240
+
+
+class Serve:
+    """`streamsift serve` on a free port and a data dir, its stderr in `log`."""
+
+    def __init__(self, data_dir: Path, log: Path) -> None:
+        self.data_dir, self.log = data_dir, log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self) -> Serve:
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "streamsift.cli.main", "serve", "--port", "0"]
+                + ["--data-dir", str(self.data_dir), "--verbose"],
+                stderr=err,
+                env={**os.environ, "STREAMSIFT_API_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"},
+            )
+        wait_for("the server to listen", lambda: "listening on" in self._log_from(offset), 60)
+        line = next(x for x in self._log_from(offset).splitlines() if "listening on" in x)
+        self.url = line.split()[2]
+        wait_for("/readyz", self._ready, 120)
+        return self
+
+    def client(self) -> Client:
+        return Client(self.url, token=TOKEN, timeout=120)
+
+    def kill(self) -> None:
+        """kill -9 of the server alone: its pipelines' workers live on."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def _ready(self) -> bool:
+        assert self.proc is not None
+        assert self.proc.poll() is None, f"serve exited: {self.log.read_text()[-2000:]}"
+        try:
+            return httpx.get(f"{self.url}/readyz", timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def _log_from(self, offset: int) -> str:
+        return self.log.read_bytes()[offset:].decode("utf-8", "replace")
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def pipeline_doc(name: str, broker: Broker, clickhouse: dict[str, Any], **sink: Any) -> dict:
+    return {
+        "name": name,
+        "source": {
+            "bootstrap_servers": broker.bootstrap_servers,
+            "topic": name,
+            "schema": {
+                "fields": [
+                    {"name": "event_id", "type": "string"},
+                    {"name": "n", "type": "int"},
+                    {"name": "created_at", "type": "timestamp"},
+                ],
+                "event_time": "created_at",
+            },
+        },
+        "dedup": {"key": "event_id", "time_window": "1h"},
+        "sink": {
+            "clickhouse": clickhouse,
+            "table": name.replace("-", "_"),
+            "create_table": True,
+            "order_by": ["event_id"],
+            "mapping": [
+                {"field": "event_id", "column": "event_id", "type": "String"},
+                {"field": "n", "column": "n", "type": "Int64"},
+                {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
+            ],
+            **sink,
+        },
+    }
+
+
+def produce(broker: Broker, topic: str, ids: range, extra: tuple[bytes, ...] = ()) -> None:
+    """Each event id twice (dedup keeps one), then the `extra` raw messages."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for _ in range(2):
+        for i in ids:
+            value = {"event_id": f"e{i}", "n": i, "created_at": "2026-01-01T00:00:00Z"}
+            producer.produce(topic, key=f"e{i}".encode(), value=json.dumps(value).encode())
+    for raw in extra:
+        producer.produce(topic, key=b"bad", value=raw)
+    assert producer.flush(30) == 0
+
+
+def in_state(client: Client, pipeline_id: str, state: str) -> Callable[[], bool]:
+    def check() -> bool:
+        current = client.get(pipeline_id).state
+        assert state == "Failed" or current != "Failed", client.status(pipeline_id).error
+        return current == state
+
+    return check
+
+
+def terminate_all(client: Client) -> None:
+    """Leave no worker behind: the server's shutdown keeps pipelines running on purpose."""
+    for record in client.pipelines():
+        if record.state not in ("Stopped", "Failed"):
+            with contextlib.suppress(Conflict):
+                client.terminate(record.id)
+
+
+@pytest.fixture(scope="module")
+def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A ClickHouse HTTP endpoint the pipelines write into and the tests read; its port."""
+    proc, port = spawn_server(tmp_path_factory.mktemp("api-ch") / "clickhouse")
+    yield port
+    proc.terminate()
+    proc.wait(30)
+
+
+def rows(port: int, table: str) -> tuple[int, int]:
+    """(rows, distinct event ids) of `table`."""
+    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
+    try:
+        if not int(client.command(f"EXISTS TABLE {table}")):
+            return (0, 0)
+        total, distinct = client.query(
+            f"SELECT count(), uniqExact(event_id) FROM {table}"
+        ).result_rows[0]
+        return int(total), int(distinct)
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    tmp = tmp_path_factory.mktemp("api-serve")
+    serve = Serve(tmp / "data", tmp / "serve.log").start()
+    try:
+        yield serve
+    finally:
+        # best effort: a server that died in a test must not hide that test's failure
+        with contextlib.suppress(Exception), serve.client() as client:  # noqa: BLE001
+            terminate_all(client)
+        serve.stop()
+
+
+@pytest.fixture
+def sdk(server: Serve) -> Iterator[Client]:
+    with server.client() as client:
+        yield client
+
+
+# ------------------------------------------------------------------ (a) the lifecycle
+
+
+def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
+    server: Serve, sdk: Client, broker: Broker, clickhouse: int
+) -> None:
+    name, table = "api-main", "api_main"
+    broker.create_topic(name, 2)
+    produce(broker, name, range(100), extra=(b"{not json", b"\xff\xfe not utf-8"))
+    doc = pipeline_doc(name, broker, {"host": "127.0.0.1", "port": clickhouse})
+    created = httpx.post(
+        f"{server.url}/api/v1/pipelines",
+        content=yaml.safe_dump(doc),
+        headers={"Content-Type": "application/yaml", "Authorization": f"Bearer {TOKEN}"},
+        timeout=60,
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["state"] == "Created" and created.json()["version"] == 1
+    assert [p.id for p in sdk.pipelines()] == [name]
+
+    wait_for("Running", in_state(sdk, name, "Running"))
+    wait_for("100 rows", lambda: rows(clickhouse, table) == (100, 100))
+    wait_for(
+        "the status to count them",
+        lambda: (sdk.status(name).written, sdk.status(name).read) == (100, 202),
+        timeout=60,
+    )
+    status = sdk.status(name)
+    assert (status.duplicates, status.dlq, status.worker_state) == (100, 2, "running")
+    assert status.lag is not None
+    assert set(status.lag_by_partition) == {f"{name}/0", f"{name}/1"}
+    assert status.last_batch_at is not None and status.last_batch_duration_ms is not None
+
+    # the dead letters: stats, a page, consume, replay (dry), purge
+    stats = sdk.dlq_stats(name)
+    assert (stats.exists, stats.total, stats.pending, stats.consumed) == (True, 2, 2, 0)
+    assert {c.stage for c in stats.by_class} == {"parse"}
+    first, second = sdk.dlq_messages(name, limit=1), sdk.dlq_messages(name, limit=1, offset=1)
+    assert (first.pending, len(first.messages), len(second.messages)) == (2, 1, 1)
+    letters = first.messages + second.messages
+    assert {(x.payload, x.payload_base64) for x in letters} == {
+        ("{not json", None),
+        (None, "//4gbm90IHV0Zi04"),  # b"\xff\xfe not utf-8"
+    }
+    assert sdk.dlq_messages(name, offset=2).messages == []
+    taken = sdk.dlq_consume(name, limit=1)
+    assert taken.consumed == 1 and taken.messages[0].offset == letters[0].offset
+    assert (sdk.dlq_stats(name).pending, sdk.dlq_stats(name).consumed) == (1, 1)
+    dry = sdk.dlq_replay(name, dry_run=True)
+    assert (dry.dry_run, dry.replayed, dry.still_failing) == (True, 0, 1)
+    assert sdk.dlq_purge(name).purged == 2
+    assert sdk.dlq_stats(name).total == 0
+
+    # stop, produce while stopped, resume: exact
+    assert sdk.stop(name).state == "Stopping"
+    wait_for("Stopped", in_state(sdk, name, "Stopped"))
+    produce(broker, name, range(100, 150))
+    assert sdk.resume(name).state == "Resuming"
+    wait_for("Running again", in_state(sdk, name, "Running"))
+    wait_for("150 rows", lambda: rows(clickhouse, table) == (150, 150))
+
+    # a running pipeline is not edited: 409 with its state and what it may become
+    current = sdk.document(name)
+    with pytest.raises(Conflict) as refused:
+        sdk.edit(name, current)
+    assert refused.value.status == 409
+    assert refused.value.details["current_status"] == "Running"
+    assert refused.value.details["valid_transitions"] == ["Stopping", "Terminating", "Failed"]
+    with pytest.raises(Conflict):
+        sdk.delete(name)
+
+    # stopped, a change of the dedup window needs reset_state, and the message says why
+    sdk.stop(name)
+    wait_for("Stopped", in_state(sdk, name, "Stopped"))
+    changed = sdk.document(name)
+    changed["dedup"]["time_window"] = "2h"
+    with pytest.raises(Conflict) as refused:
+        sdk.edit(name, changed)
+    assert "dedup" in refused.value.server_message
+    assert "checkpoint" in refused.value.server_message
+    assert "reset_state=true" in (refused.value.hint or "")
+    assert sdk.edit(name, changed, reset_state=True).version == 2
+    assert sdk.document(name)["dedup"]["time_window"] == "2h"
+
+    states = [c.to_state for c in sdk.history(name)]
+    assert states[:6] == ["Created", "Running", "Stopping", "Stopped", "Resuming", "Running"]
+    assert states[-2:] == ["Stopping", "Stopped"]
+    sdk.delete(name)
+    with pytest.raises(NotFound):
+        sdk.get(name)
+    with pytest.raises(NotFound):
+        sdk.dlq_stats(name)
+
+
+# ------------------------------------------------------------------ (b) kill -9 of the server
+
+
+def test_after_kill_9_of_serve_the_next_serve_runs_the_pipeline_on_exactly(
+    broker: Broker, clickhouse: int, tmp_path: Path
+) -> None:
+    name, table = "api-restart", "api_restart"
+    broker.create_topic(name, 2)
+    produce(broker, name, range(100))
+    first = Serve(tmp_path / "data", tmp_path / "serve.log").start()
+    worker_pid = None
+    try:
+        with first.client() as client:
+            client.create(pipeline_doc(name, broker, {"host": "127.0.0.1", "port": clickhouse}))
+            wait_for("Running", in_state(client, name, "Running"))
+            wait_for("100 rows", lambda: rows(clickhouse, table) == (100, 100))
+            worker_pid = client.status(name).pid
+            produce(broker, name, range(100, 150))  # mid-run
+    finally:
+        first.kill()
+
+    second = Serve(tmp_path / "data", tmp_path / "serve.log")
+    try:
+        second.start()
+        with second.client() as client:
+            wait_for("Running", in_state(client, name, "Running"))
+            produce(broker, name, range(150, 200))
+            wait_for("200 rows", lambda: rows(clickhouse, table) == (200, 200))
+            assert client.get(name).desired_state == "running"
+            client.terminate(name)
+            assert client.get(name).state == "Stopped"
+    finally:
+        second.stop()
+        if worker_pid is not None:
+            kill_pid_tree(worker_pid)  # a no-op unless the test failed before terminate
+    assert rows(clickhouse, table) == (200, 200)
+
+
+# ------------------------------------------------------------------ (c) secrets
+
+
+def test_no_route_and_no_log_shows_a_password(server: Serve, sdk: Client, broker: Broker) -> None:
+    name = "api-secrets"
+    broker.create_topic(name, 1)
+    doc = pipeline_doc(
+        name,
+        broker,
+        {"host": "127.0.0.1", "port": free_port(), "password": CH_PASSWORD},
+        connect_timeout="2s",
+    )
+    doc["source"]["security"] = {
+        "protocol": "SASL_PLAINTEXT",
+        "mechanism": "PLAIN",
+        "username": "streamsift",
+        "password": SASL_PASSWORD,
+    }
+    created = sdk.create(doc)
+    wait_for("Failed", in_state(sdk, name, "Failed"))
+    answers = [
+        httpx.get(f"{server.url}{path}", headers={"Authorization": f"Bearer {TOKEN}"})
+        for path in (
+            "/api/v1/pipelines",
+            f"/api/v1/pipelines/{name}",
+            f"/api/v1/pipelines/{name}/document",
+            f"/api/v1/pipelines/{name}/status",
+            f"/api/v1/pipelines/{name}/history",
+        )
+    ]
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    document = sdk.document(name)
+    assert document["sink"]["clickhouse"]["password"] == "***"
+    assert document["source"]["security"]["password"] == "***"
+    assert sdk.status(name).error  # it failed, readably
+    texts = [created.model_dump_json(), *(a.text for a in answers)]
+    texts.append(server.log.read_text())
+    texts += [p.read_text() for p in server.data_dir.rglob("*.log")]
+    for text in texts:
+        assert CH_PASSWORD not in text and SASL_PASSWORD not in text
+    sdk.delete(name)
+
+
+# ------------------------------------------------------------------ (d) one fails, one goes on
+
+
+def test_a_pipeline_whose_clickhouse_refuses_fails_alone(
+    sdk: Client, broker: Broker, clickhouse: int
+) -> None:
+    good, bad = "api-good", "api-refused"
+    for topic in (good, bad):
+        broker.create_topic(topic, 1)
+        produce(broker, topic, range(100))
+    closed = free_port()
+    sdk.create(
+        pipeline_doc(bad, broker, {"host": "127.0.0.1", "port": closed}, connect_timeout="2s")
+    )
+    sdk.create(pipeline_doc(good, broker, {"host": "127.0.0.1", "port": clickhouse}))
+    wait_for(f"{bad} Failed", in_state(sdk, bad, "Failed"))
+    failed = sdk.status(bad)
+    assert failed.error is not None and f"127.0.0.1:{closed}" in failed.error
+    assert failed.error_at is not None and "Traceback" not in failed.error
+    assert sdk.history(bad)[-1].to_state == "Failed"
+
+    wait_for("100 rows", lambda: rows(clickhouse, "api_good") == (100, 100))
+    produce(broker, good, range(100, 150))
+    wait_for("150 rows", lambda: rows(clickhouse, "api_good") == (150, 150))
+    assert sdk.get(good).state == "Running"
+    sdk.terminate(good)
+    for pipeline_id in (good, bad):
+        sdk.delete(pipeline_id)
+    assert sdk.pipelines() == []
