@@ -166,3 +166,21 @@ def test_ctrl_c_during_the_demo_stops_it_cleanly(tmp_path, how):
     assert code == 0, stderr
     assert_clean(stderr)
     assert "stopping after the current micro-batch" in stderr
+
+
+def test_ctrl_c_during_the_join_demo_stops_it_cleanly(tmp_path):
+    data = tmp_path / "demo"
+    proc = start_cli("demo", "--join", "--events", "20000", "--data-dir", str(data), out=tmp_path)
+    try:
+        offsets = data / "checkpoints" / "demo-join" / "spark" / "offsets"
+        wait_for(has_files(offsets), proc, "the first micro-batch")
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+        code = proc.wait(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    stderr = (tmp_path / "stderr").read_text()
+    assert code == 0, stderr
+    assert_clean(stderr)
+    assert "stopping after the current micro-batch" in stderr
+    assert "demo stopped before it finished: nothing to compare" in stderr
