@@ -29,12 +29,12 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check src tests
-	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check src tests
-	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff format --check src tests
 
 clean:

@@ -60,3 +60,20 @@ class PermanentError(StreamsiftError):
     """The run cannot go on as it is; the checkpoint is intact."""
 
     default_hint = RESUME_HINT
+
+
+class NotFoundError(ConfigurationError):
+    """A request names something that does not exist (a pipeline, a topic, a table)."""
+
+
+class ConflictError(ConfigurationError):
+    """A request that does not fit the current state (e.g. an illegal lifecycle transition).
+
+    `details` says what the state is and what would be allowed, for the caller to show.
+    """
+
+    def __init__(
+        self, message: str, hint: str | None = None, details: dict[str, object] | None = None
+    ) -> None:
+        super().__init__(message, hint)
+        self.details = dict(details or {})

@@ -524,7 +524,7 @@ def test_run_and_dlq_with_sasl_credentials_never_print_them(
     path.write_text(yaml.safe_dump(doc))
     broker.create_topic(unique_name, 1)
     pipeline = parse_pipeline(doc)
-    assert pipeline.source.security.librdkafka()["sasl.password"] == SASL_SECRET
+    assert pipeline.primary_source.security.librdkafka()["sasl.password"] == SASL_SECRET
 
     caplog.set_level(logging.DEBUG)
     # `streamsift` commands run earlier in the session quiet librdkafka's logger: hear it here.

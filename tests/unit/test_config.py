@@ -389,15 +389,15 @@ def test_defaults_and_derived_values() -> None:
     assert p.dlq_table == "users_dlq"
     assert p.dedup is not None and p.dedup.key == ("event_id",)
     assert p.dedup.time_window == timedelta(hours=1)
-    assert p.source.start_from.value == "earliest"
-    assert p.source.security.protocol.value == "PLAINTEXT"
+    assert p.primary_source.start_from.value == "earliest"
+    assert p.primary_source.security.protocol.value == "PLAINTEXT"
     assert p.sink.create_table is False
     assert p.sink.max_batch_size == 100_000
     assert p.sink.max_delay_time == timedelta(seconds=1)
     assert p.sink.clickhouse.embedded
     assert p.runtime.state_store.value == "rocksdb"
-    assert p.source.schema_.field("user.id") is not None
-    assert p.source.schema_.fields[1].column == "user__id"
+    assert p.primary_source.schema_.field("user.id") is not None
+    assert p.primary_source.schema_.fields[1].column == "user__id"
     assert [m.type for m in p.sink.mapping] == ["UUID", "String", "Bool", "DateTime64(3)"]
 
 
@@ -418,7 +418,7 @@ def test_sasl_settings_reach_librdkafka() -> None:
             "ca_file": "/ca.pem",
         },
     )
-    assert parse_pipeline(doc).source.security.librdkafka() == {
+    assert parse_pipeline(doc).primary_source.security.librdkafka() == {
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "PLAIN",
         "sasl.username": "u",

@@ -178,7 +178,7 @@ def test_expression_errors_name_the_entry(changes: dict, expected: str) -> None:
 def test_join_document_validates() -> None:
     p = parse_pipeline(JOINED)
     assert p.join is not None and p.join.type is JoinType.LEFT
-    assert p.source.id == "orders"  # the left source stands for the pipeline in summaries
+    assert p.primary_source.id == "orders"  # the left source stands for the pipeline in summaries
     assert [s.id for s in p.inputs] == ["orders", "users"]
     assert p.join.lateness.total_seconds() == 3600  # the larger window by default
 

@@ -34,8 +34,8 @@ def test_fifty_thousand_fields_validate(tmp_path: Path) -> None:
     # validation is linear in the number of fields: the quadratic checks of before took
     # minutes here (8,000 fields 7 s, 75,000 fields 9 min), so this guard fails on them
     pipeline = parse_pipeline(wide_doc(50_000))
-    assert len(pipeline.source.schema_.fields) == 50_001
-    assert pipeline.source.schema_.field("group7.f49907") is not None
+    assert len(pipeline.primary_source.schema_.fields) == 50_001
+    assert pipeline.primary_source.schema_.field("group7.f49907") is not None
 
 
 def test_repeated_field_and_nested_clash_still_found_in_wide_documents() -> None:
@@ -96,4 +96,4 @@ def test_a_huge_topic_name_is_not_echoed_whole() -> None:
 
 def test_legal_topic_names_pass() -> None:
     for topic in ("orders", "orders.v2", "orders_eu-1", "t" * 249):
-        assert parse_pipeline(wide_doc(1, topic=topic)).source.topic == topic
+        assert parse_pipeline(wide_doc(1, topic=topic)).primary_source.topic == topic

@@ -29,8 +29,8 @@ def test_example_validates(path: Path) -> None:
 
 def test_users_dedup_example() -> None:
     p = load_pipeline(EXAMPLES / "users-dedup.yaml")
-    assert p.source.bootstrap_servers == "127.0.0.1:9092"
-    assert p.source.schema_.event_time == "created_at"
+    assert p.primary_source.bootstrap_servers == "127.0.0.1:9092"
+    assert p.primary_source.schema_.event_time == "created_at"
     assert p.dedup is not None and p.dedup.key == ("event_id",)
     assert p.sink.clickhouse.embedded
     assert p.sink.clickhouse.path == Path(".streamsift/clickhouse")

@@ -17,9 +17,10 @@ import pytest
 
 from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
+from streamsift.config.rows import OUTPUT_COLUMNS
 from streamsift.embedded.broker import free_port
 from streamsift.runtime.batch_writer import BatchWriter
-from streamsift.runtime.query import OUTPUT_META, read_spec
+from streamsift.runtime.query import read_spec
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import RowFailure
 from streamsift.sinks.dlq import DLQ_COLUMNS
@@ -60,13 +61,13 @@ def assert_clean(*texts: str) -> None:
 
 def test_pipeline_repr_str_and_dump_hide_secrets():
     p = pipeline()
-    assert p.source.security.password.get_secret_value() == SASL_SECRET
+    assert p.primary_source.security.password.get_secret_value() == SASL_SECRET
     assert p.sink.clickhouse.password.get_secret_value() == CH_SECRET
     assert_clean(repr(p), str(p), p.model_dump_json(), repr(p.model_dump()))
 
 
 def test_kafka_read_spec_hands_the_secret_to_librdkafka_only():
-    spec = read_spec(p := pipeline(), p.source)
+    spec = read_spec(p := pipeline(), p.primary_source)
     assert spec.consumer_config()["sasl.password"] == SASL_SECRET
     assert_clean(repr(spec), str(spec), f"{spec}", f"{spec!r}")
     assert "events" in repr(spec)
@@ -167,7 +168,7 @@ def test_dead_letter_rows_hold_record_data_and_no_configuration():
         None,
     ]
     n = len(raw)
-    meta = {  # the output frame's metadata columns (runtime/query.py OUTPUT_META)
+    meta = {  # the output frame's metadata columns (config/rows.py OUTPUT_COLUMNS)
         "_topic": pa.array(["events"] * n),
         "_partition": pa.array([0] * n, pa.int32()),
         "_offset": pa.array(range(n), pa.int64()),
@@ -183,12 +184,14 @@ def test_dead_letter_rows_hold_record_data_and_no_configuration():
         "_rpartition": pa.array([-1] * n, pa.int32()),
         "_roffset": pa.array([-1] * n, pa.int64()),
     }
-    assert set(OUTPUT_META) <= set(meta), "a new metadata column: give it a value here"
+    assert {c.name for c in OUTPUT_COLUMNS} <= set(meta), (
+        "a new metadata column: give it a value here"
+    )
     frame = pa.table(
         {
             "event_id": pa.array(["a", None, None, "b"]),
             "amount": pa.array([1.5, None, None, 2.0]),
-            **{name: meta[name] for name in OUTPUT_META},
+            **{c.name: meta[c.name] for c in OUTPUT_COLUMNS},
         }
     )
 

@@ -6,17 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from streamsift import __version__
-from streamsift.cli import bench, chaos, dlq, errors, loadgen
+from streamsift.cli import bench, chaos, dlq, errors, loadgen, serve
 from streamsift.cli.output import StatusLine, fail, setup_logging
-from streamsift.config import format_duration, load_pipeline, read_document
+from streamsift.config import load_pipeline, read_document
 from streamsift.errors import StreamsiftError
 from streamsift.runtime.signals import ABORT_EXIT_CODE, AbortRequested, install_stop_handlers
-
-if TYPE_CHECKING:  # the parser is built without pydantic: `--help` stays quick
-    from streamsift.config.models import Dedup, Pipeline
 
 PIPELINE_FILE_HELP = "pipeline file: streamsift YAML/JSON, or GlassFlow pipeline JSON (v1-v3)"
 DUPLICATES_RANGE = "from 0 up to, not including, 1"
@@ -94,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     loadgen.register(sub)
     dlq.register(sub)
     chaos.register(sub)
+    serve.register(sub)
     return parser
 
 
@@ -117,33 +114,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from streamsift.config.summary import summary  # pydantic loads only when needed
+
     pipeline = load_pipeline(args.file)
     print(f"ok: {pipeline.name}: {summary(pipeline)}")
     return 0
-
-
-def summary(pipeline: Pipeline) -> str:
-    """What a pipeline reads, dedups and joins, and where it writes, in one line."""
-    from streamsift.config.models import JoinSource
-
-    def dedup(d: Dedup) -> str:
-        return f"dedup on {'+'.join(d.key)} within {format_duration(d.time_window)}"
-
-    join = pipeline.join
-    if join is None:
-        return f"{pipeline.source.topic} -> {pipeline.sink.table}" + (
-            f", {dedup(pipeline.dedup)}" if pipeline.dedup else ""
-        )
-    by_id = {s.id: s for s in pipeline.inputs}
-    left, right = (by_id[side.source] for side in (join.left, join.right))
-    sides = [
-        s.topic + (f" ({dedup(s.dedup)})" if isinstance(s, JoinSource) and s.dedup else "")
-        for s in (left, right)
-    ]
-    return (
-        f"{sides[0]} {join.type.value} join {sides[1]} on "
-        f"{'+'.join(join.left.key)} = {'+'.join(join.right.key)} -> {pipeline.sink.table}"
-    )
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -168,8 +143,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     install_stop_handlers(runner.stop)
     print(
-        f"running {pipeline.name}: {pipeline.source.topic} -> {runner.describe_sink()} table "
-        f"{pipeline.sink.table} (checkpoint {runner.checkpoint})",
+        f"running {pipeline.name}: {pipeline.primary_source.topic} -> "
+        f"{runner.describe_sink()} table {pipeline.sink.table} (checkpoint {runner.checkpoint})",
         file=sys.stderr,
     )
     try:

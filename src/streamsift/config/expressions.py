@@ -127,15 +127,6 @@ def column_name(node: exp.Column | exp.Dot) -> str:
     return ".".join(part.name for part in node.parts)
 
 
-def referenced_fields(tree: exp.Expression) -> list[str]:
-    """Field paths used by an expression, in order of first use."""
-    seen: dict[str, None] = {}
-    for node in tree.walk():
-        if isinstance(node, (exp.Column, exp.Dot)) and not isinstance(node.parent, exp.Dot):
-            seen.setdefault(column_name(node), None)
-    return list(seen)
-
-
 def resolve(name: str, scope: Mapping[str, FieldType]) -> str:
     """The field a column reference means: exact name, else a unique case-insensitive match."""
     if name in scope:
@@ -145,6 +136,13 @@ def resolve(name: str, scope: Mapping[str, FieldType]) -> str:
         return matches[0]
     known = ", ".join(sorted(scope)) or "none"
     raise ExpressionError(f"unknown field {name!r} (fields: {known})")
+
+
+def bare_boolean(node: exp.Expression) -> str | None:
+    """`TRUE` or `FALSE` when a column reference is really a boolean word, else None."""
+    if isinstance(node, exp.Column) and not node.table and node.name.upper() in ("TRUE", "FALSE"):
+        return node.name.upper()
+    return None
 
 
 def check_expression(text: str, scope: Mapping[str, FieldType]) -> str:
@@ -159,15 +157,7 @@ class _Checker:
 
     def kind(self, node: exp.Expression) -> str:  # noqa: C901 - one branch per node type
         if isinstance(node, (exp.Column, exp.Dot)):
-            if (
-                isinstance(node, exp.Column)
-                and not node.table
-                and node.name.upper()
-                in (
-                    "TRUE",
-                    "FALSE",
-                )
-            ):
+            if bare_boolean(node):
                 return BOOL
             return KIND_OF_FIELD[self.scope[resolve(column_name(node), self.scope)]]
         if isinstance(node, exp.Paren):

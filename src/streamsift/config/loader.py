@@ -41,25 +41,29 @@ def read_document(path: str | Path) -> dict[str, Any]:
             "a pipeline document",
             str(path),
         )
+    return parse_document(data, "json" if path.suffix.lower() == ".json" else "yaml", str(path))
+
+
+def parse_document(data: bytes, syntax: str, source: str | None = None) -> dict[str, Any]:
+    """Parse a document's bytes as `syntax` ("json" or "yaml") into a mapping; ConfigError,
+    naming line and column, on malformed input. Used for files and for API request bodies."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"not UTF-8 text: byte {exc.start} cannot be decoded", str(path)) from exc
+        raise ConfigError(f"not UTF-8 text: byte {exc.start} cannot be decoded", source) from exc
     try:
-        doc = json.loads(text) if path.suffix.lower() == ".json" else yaml.load(text, _YAML_LOADER)
+        doc = json.loads(text) if syntax == "json" else yaml.load(text, _YAML_LOADER)
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", str(path)
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", source
         ) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise ConfigError(
-            f"not valid YAML: {getattr(exc, 'problem', exc)}{where}", str(path)
-        ) from exc
+        raise ConfigError(f"not valid YAML: {getattr(exc, 'problem', exc)}{where}", source) from exc
     if not isinstance(doc, dict):
         raise ConfigError(
-            "a pipeline file must hold a mapping (key: value pairs) at the top", str(path)
+            "a pipeline document must hold a mapping (key: value pairs) at the top", source
         )
     return doc
 

@@ -11,7 +11,14 @@ from enum import Enum
 
 from streamsift.config.chtypes import CHType, parse_clickhouse_type
 
-__all__ = ["CHType", "FieldType", "check_compatible", "parse_clickhouse_type", "parse_field_type"]
+__all__ = [
+    "SPARK_SQL_TYPES",
+    "CHType",
+    "FieldType",
+    "check_compatible",
+    "parse_clickhouse_type",
+    "parse_field_type",
+]
 
 
 class FieldType(str, Enum):
@@ -26,6 +33,19 @@ class FieldType(str, Enum):
     MAP = "map"
     JSON = "json"
 
+
+# The Spark SQL type of each field type's column (runtime/processor.py maps these names to
+# pyspark's type objects; the transforms use them in casts).
+SPARK_SQL_TYPES: dict[FieldType, str] = {
+    FieldType.STRING: "STRING",
+    FieldType.INT: "BIGINT",
+    FieldType.FLOAT: "DOUBLE",
+    FieldType.BOOL: "BOOLEAN",
+    FieldType.TIMESTAMP: "TIMESTAMP",
+    FieldType.ARRAY: "ARRAY<STRING>",
+    FieldType.MAP: "MAP<STRING, STRING>",
+    FieldType.JSON: "STRING",
+}
 
 # Aliases accepted in pipeline files, including GlassFlow's type names.
 FIELD_TYPE_ALIASES: dict[str, FieldType] = {
@@ -70,7 +90,13 @@ def parse_field_type(value: object) -> FieldType:
     return FIELD_TYPE_ALIASES[value.strip().lower()]
 
 
+# Field types of single values: what join keys and computed fields may be.
+SCALAR_TYPES = frozenset(
+    {FieldType.STRING, FieldType.INT, FieldType.FLOAT, FieldType.BOOL, FieldType.TIMESTAMP}
+)
+
 INTEGER_COLUMNS = {f"{p}Int{b}" for p in ("", "U") for b in (8, 16, 32, 64, 128, 256)}
+DECIMAL_COLUMNS = {"Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256"}
 
 # Which column types (by their inner name) each field type may be written into.
 _COMPATIBLE: dict[FieldType, set[str]] = {
@@ -87,37 +113,25 @@ _COMPATIBLE: dict[FieldType, set[str]] = {
         "IPv4",
         "IPv6",
         "JSON",
-        "Decimal",
-        "Decimal32",
-        "Decimal64",
-        "Decimal128",
-        "Decimal256",
-    },
+    }
+    | DECIMAL_COLUMNS,
     FieldType.INT: INTEGER_COLUMNS
     | {
         "Float32",
         "Float64",
-        "Decimal",
-        "Decimal32",
-        "Decimal64",
-        "Decimal128",
-        "Decimal256",
         "DateTime",
         "DateTime64",
         "Bool",
         "String",
-    },
+    }
+    | DECIMAL_COLUMNS,
     FieldType.FLOAT: {
         "Float32",
         "Float64",
         "BFloat16",
-        "Decimal",
-        "Decimal32",
-        "Decimal64",
-        "Decimal128",
-        "Decimal256",
         "String",
-    },
+    }
+    | DECIMAL_COLUMNS,
     FieldType.BOOL: {"Bool", "UInt8", "Int8", "String"},
     FieldType.TIMESTAMP: {"DateTime", "DateTime64", "Date", "Date32", "String"},
     FieldType.ARRAY: {"Array", "String"},

@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamsift.config.models import KafkaSource, Pipeline
-from streamsift.runtime.query import SORT_KEY as OUTPUT_SORT_KEY
+from streamsift.config.models import Pipeline
+from streamsift.config.rows import SORT_KEY as OUTPUT_SORT_KEY
 from streamsift.runtime.query import read_spec
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import code_of, row_error
@@ -59,7 +59,8 @@ MessageReader = Callable[[Pipeline, Sequence[Position]], Mapping[Position, Messa
 
 def read_back(pipeline: Pipeline, positions: Sequence[Position]) -> dict[Position, Message | None]:
     """The original messages at `positions` of a single-source pipeline, from its Kafka."""
-    return fetch_messages(read_spec(pipeline, pipeline.source), positions)
+    (source,) = pipeline.inputs
+    return fetch_messages(read_spec(pipeline, source), positions)
 
 
 @dataclass
@@ -222,9 +223,8 @@ def sink_error_class(message: str) -> str:
 def pipeline_secrets(pipeline: Pipeline) -> list[str]:
     """The ClickHouse and Kafka passwords (also those given as properties): masked in DLQ rows
     whatever an error says."""
-    sources: list[KafkaSource] = list(pipeline.sources or ()) or [pipeline.source]
     found = [pipeline.sink.clickhouse.password.get_secret_value()]
-    for src in sources:
+    for src in pipeline.inputs:
         if src.security.password is not None:
             found.append(src.security.password.get_secret_value())
         found += [v for k, v in src.properties.items() if "password" in k or "secret" in k]

@@ -138,7 +138,9 @@ class PipelineRunner:
         plan = build_stream(spark, self.pipeline, self.checkpoint, new_query)
         self.stats.initial_offsets = plan.initial_offsets
         writer = (
-            plan.frame.writeStream.queryName(source_name(self.pipeline, self.pipeline.source))
+            plan.frame.writeStream.queryName(
+                source_name(self.pipeline, self.pipeline.primary_source)
+            )
             .foreachBatch(self._write_batch)
             .option("checkpointLocation", str(self.checkpoint / "spark"))
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,7 +35,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from streamsift.config.types import FieldType
+from streamsift.config.rows import SOURCE_COLUMNS
+from streamsift.config.types import SPARK_SQL_TYPES, FieldType
 from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
 from streamsift.transforms.event_time import future_event_time_errors
@@ -46,29 +47,19 @@ if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
 
 OUTPUT_BATCH_ROWS = 100_000
 
-_SPARK_TYPES: dict[FieldType, DataType] = {
-    FieldType.STRING: StringType(),
-    FieldType.INT: LongType(),
-    FieldType.FLOAT: DoubleType(),
-    FieldType.BOOL: BooleanType(),
-    FieldType.TIMESTAMP: TimestampType(),
-    FieldType.ARRAY: ArrayType(StringType()),
-    FieldType.MAP: MapType(StringType(), StringType()),
-    FieldType.JSON: StringType(),
+# pyspark's type object for each Spark SQL type name the pipeline uses (config/types.py
+# SPARK_SQL_TYPES for payload fields, config/rows.py for the metadata columns).
+SPARK_DATA_TYPES: dict[str, DataType] = {
+    "STRING": StringType(),
+    "INT": IntegerType(),
+    "BIGINT": LongType(),
+    "DOUBLE": DoubleType(),
+    "BOOLEAN": BooleanType(),
+    "TIMESTAMP": TimestampType(),
+    "BINARY": BinaryType(),
+    "ARRAY<STRING>": ArrayType(StringType()),
+    "MAP<STRING, STRING>": MapType(StringType(), StringType()),
 }
-
-# Metadata columns every source row carries besides the payload's fields.
-META_COLUMNS = (
-    StructField("_topic", StringType(), False),
-    StructField("_partition", IntegerType(), False),
-    StructField("_offset", LongType(), False),
-    StructField("_kafka_ts", TimestampType(), True),
-    StructField("_event_time", TimestampType(), True),
-    StructField("_late", BooleanType(), False),
-    StructField("_key", BinaryType(), True),
-    StructField("_raw", BinaryType(), True),
-    StructField("_error", StringType(), True),
-)
 
 
 @dataclass(frozen=True)
@@ -116,8 +107,15 @@ class SourceProcessor:
         return self.state_dir is not None and (bool(self.dedup_keys) or self.mode == "exact")
 
     def spark_struct(self) -> StructType:
-        data = [StructField(f.column, _SPARK_TYPES[f.type], True) for f in self.fields]
-        return StructType(data + list(META_COLUMNS))
+        """The payload's fields (nullable), then the metadata columns (config/rows.py)."""
+        data = [
+            StructField(f.column, SPARK_DATA_TYPES[SPARK_SQL_TYPES[f.type]], True)
+            for f in self.fields
+        ]
+        meta = [
+            StructField(c.name, SPARK_DATA_TYPES[c.sql_type], c.nullable) for c in SOURCE_COLUMNS
+        ]
+        return StructType(data + meta)
 
     def spark_schema(self) -> StructType:  # what DataSource.schema() returns
         return self.spark_struct()
@@ -153,26 +151,24 @@ class SourceProcessor:
         )
 
         drop_raw = [e is None and not self.keep_raw for e in errors]
-        columns = {name: table.column(name) for name in table.column_names}
-        columns.update(
-            _topic=pa.array([records.topic] * n, pa.string()),
-            _partition=pa.array([records.partition] * n, pa.int32()),
-            _offset=pa.array(records.offsets, pa.int64()),
-            _kafka_ts=kafka_ts,
-            _event_time=event_time,
-            _late=pa.array(late, pa.bool_()),
-            _key=pa.array(
-                [None if ok else k for ok, k in zip(drop_raw, records.keys, strict=True)],
-                pa.binary(),
-            ),
-            _raw=pa.array(
-                [None if ok else v for ok, v in zip(drop_raw, records.values, strict=True)],
-                pa.binary(),
-            ),
-            _error=pa.array(errors, pa.string()),
-        )
+        # The metadata columns' values; their types come from the schema (config/rows.py).
+        meta = {
+            "_topic": [records.topic] * n,
+            "_partition": [records.partition] * n,
+            "_offset": records.offsets,
+            "_kafka_ts": kafka_ts,
+            "_event_time": event_time,
+            "_late": late,
+            "_key": [None if ok else k for ok, k in zip(drop_raw, records.keys, strict=True)],
+            "_raw": [None if ok else v for ok, v in zip(drop_raw, records.values, strict=True)],
+            "_error": errors,
+        }
         schema = self.schema
-        out = pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+        columns = [
+            _arrow_column(meta[f.name], f.type) if f.name in meta else table.column(f.name)
+            for f in schema
+        ]
+        out = pa.Table.from_arrays(columns, schema=schema)
         if not all(keep):
             out = out.filter(pa.array(keep, pa.bool_()))
         yield from out.to_batches(max_chunksize=OUTPUT_BATCH_ROWS)
@@ -234,3 +230,10 @@ class SourceProcessor:
             keep[i] = decision.keep[j]
             late[i] = decision.late[j]
         return keep, late
+
+
+def _arrow_column(values: Any, arrow_type: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """`values` (a list or an Arrow array) as an Arrow column of `arrow_type`."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values if values.type == arrow_type else values.cast(arrow_type)
+    return pa.array(values, arrow_type)

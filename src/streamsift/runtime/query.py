@@ -1,14 +1,14 @@
 """Building the streaming DataFrame of a pipeline: sources → (filters, join) → output frame.
 
 The output frame is the seam between the data path and the sink: one column per mapped
-ClickHouse column (named and ordered as `sink.mapping`), then the metadata columns in
-`OUTPUT_META`. Rows whose `_error` is set are dead letters (`_stage` says where they failed,
-`_source` which source they came from); the batch writer routes them.
+ClickHouse column (named and ordered as `sink.mapping`), then the metadata columns
+`OUTPUT_COLUMNS` (config/rows.py). Rows whose `_error` is set are dead letters (`_stage`
+says where they failed, `_source` which source they came from); the batch writer routes them.
 
-Sorting the rows of a batch by `SORT_KEY` (all non-null) gives the same order on every
-re-run: a joined row is identified by its left record (topic, partition, offset) and its
-right record (`_rpartition`, `_roffset`, -1 when there is none, e.g. a left-outer row, a
-dead letter or a single-source pipeline).
+Sorting the rows of a batch by `SORT_KEY` (config/rows.py; all non-null) gives the same
+order on every re-run: a joined row is identified by its left record (topic, partition,
+offset) and its right record (`_rpartition`, `_roffset`, -1 when there is none, e.g. a
+left-outer row, a dead letter or a single-source pipeline).
 """
 
 from __future__ import annotations
@@ -19,29 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from streamsift.config.models import Dedup, FieldRef, KafkaSource, Pipeline, source_scope
+from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, PRE_ERROR, RIGHT_RECORD_COLUMNS
 from streamsift.runtime.processor import SourceProcessor
 from streamsift.sources.kafka import KafkaReadSpec, KafkaStreamReader, make_data_source
 from streamsift.transforms.expressions import Stage, apply_stage, drop_raw_of_good_rows
 
 DEFAULT_MAX_ROWS_PER_BATCH = 200_000
-
-# Metadata every output row carries after the mapped columns (see runtime/processor.py).
-OUTPUT_META = (
-    "_topic",
-    "_partition",
-    "_offset",
-    "_kafka_ts",
-    "_late",
-    "_key",
-    "_raw",
-    "_error",
-    "_stage",
-    "_source",
-    "_rpartition",
-    "_roffset",
-)
-# The order in which the sink must sort a batch's rows before cutting it into chunks.
-SORT_KEY = ("_topic", "_partition", "_offset", "_rpartition", "_roffset")
 
 
 @dataclass
@@ -87,13 +70,13 @@ def build_stream(spark: Any, pipeline: Pipeline, checkpoint: Path, new_query: bo
         frame, scope = build_join(pipeline, sides)
         after = Stage(pipeline.transform, pipeline.filter)
         if not after.empty:
-            frame = frame.withColumn("_pre_error", F.col("_error").isNotNull())
+            frame = frame.withColumn(PRE_ERROR, F.col("_error").isNotNull())
             frame = apply_stage(frame, after, scope)
             scope = _scope_after(scope, after)
             frame = payload_of_joined_rows(frame, scope)
         return StreamPlan(output_frame(frame, pipeline, scope), initial)
 
-    src = pipeline.source
+    (src,) = pipeline.inputs
     stage = Stage(pipeline.transform, pipeline.filter)
     frame = read_source(spark, pipeline, src, pipeline.dedup, stage, checkpoint, new_query, initial)
     return StreamPlan(
@@ -157,6 +140,10 @@ def output_frame(frame: Any, pipeline: Pipeline, scope: dict[str, FieldRef]) -> 
     from pyspark.sql import functions as F
 
     mapped = [F.col(scope[m.field].column).alias(m.column) for m in pipeline.sink.mapping]
-    defaults = {"_rpartition": F.lit(-1).cast("int"), "_roffset": F.lit(-1).cast("long")}
-    meta = [F.col(c) if c in frame.columns else defaults[c].alias(c) for c in OUTPUT_META]
+    no_right_record = {  # a single-source pipeline's rows
+        c.name: F.lit(NO_RECORD).cast(c.sql_type).alias(c.name)
+        for c in RIGHT_RECORD_COLUMNS
+        if c.name not in frame.columns
+    }
+    meta = [no_right_record.get(c.name, F.col(c.name)) for c in OUTPUT_COLUMNS]
     return frame.select(*mapped, *meta)

@@ -30,7 +30,8 @@ from itertools import groupby
 
 import pyarrow as pa
 
-from streamsift.config.models import KAFKA_FIELDS, Pipeline
+from streamsift.config.models import KafkaSource, Pipeline
+from streamsift.config.rows import KAFKA_FIELDS
 from streamsift.config.types import FieldType
 from streamsift.errors import ConfigurationError
 from streamsift.runtime.batch_writer import error_class, pipeline_secrets
@@ -101,10 +102,16 @@ class Outcome:
     failures: dict[int, Failure]
 
 
+def _only_source(pipeline: Pipeline) -> KafkaSource:
+    """The source of a single-source pipeline: the only kind replay handles."""
+    (source,) = pipeline.inputs
+    return source
+
+
 def pipeline_fingerprint(pipeline: Pipeline) -> str:
     """Changes whenever replay would parse or map a record differently."""
     parts = [
-        pipeline.source.schema_.model_dump_json(),
+        _only_source(pipeline).schema_.model_dump_json(),
         pipeline.dedup.model_dump_json(include={"key"}) if pipeline.dedup else "",
         pipeline.sink.table,
         *(m.model_dump_json() for m in pipeline.sink.mapping),
@@ -119,7 +126,7 @@ def check_replayable(pipeline: Pipeline) -> None:
     elif pipeline.transform or pipeline.filter:
         what = "has computed fields or a filter (Spark SQL expressions)"
     else:
-        fields = {f.name for f in pipeline.source.schema_.fields} | set(KAFKA_META)
+        fields = {f.name for f in _only_source(pipeline).schema_.fields} | set(KAFKA_META)
         unknown = [m.field for m in pipeline.sink.mapping if m.field not in fields]
         if not unknown:
             return
@@ -164,7 +171,7 @@ class Replayer:
         self.fault = fault
         check_replayable(pipeline)
         self.fingerprint = pipeline_fingerprint(pipeline)
-        schema = pipeline.source.schema_
+        schema = _only_source(pipeline).schema_
         self._specs = {f.name: FieldSpec(f.name, f.column, f.type) for f in schema.fields}
         self._parser = JsonParser(list(self._specs.values()))
         self._required = required_fields(

@@ -28,6 +28,13 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import classify, describe
 from streamsift.sinks.clickhouse.ddl import create_table_sql, quote
+from streamsift.sinks.dlq import (
+    UTC_MILLIS,
+    TableColumn,
+    arrow_schema,
+    clickhouse_columns,
+    dlq_columns,
+)
 from streamsift.sinks.errors import SinkConfigError
 
 # States of a mark. A DLQ row without a mark is pending too.
@@ -38,37 +45,20 @@ RETRY_FAILED = "retry_failed"  # replayed and failed again: pending, with the ne
 PENDING_STATES = ("", RETRY_FAILED)
 HANDLED_STATES = (CONSUMED, REPLAYED)
 
-MARK_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("topic", "String"),
-    ("partition", "Int32"),
-    ("offset", "Int64"),
-    ("failed_at", "DateTime64(3, 'UTC')"),
-    ("seq", "UInt32"),
-    ("state", "LowCardinality(String)"),
-    ("chunk", "String"),
-    ("stage", "LowCardinality(String)"),
-    ("error_class", "LowCardinality(String)"),
-    ("error", "String"),
-    ("attempts", "UInt32"),
-    ("marked_at", "DateTime64(3, 'UTC')"),
-)
+# The marks table: a DLQ row's identity (MARK_KEY), the mark's version, state and chunk, and
+# the row's latest failure.
 MARK_KEY = ("topic", "partition", "offset", "failed_at")
-MARK_ARROW_SCHEMA = pa.schema(
-    [
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("failed_at", pa.timestamp("ms", tz="UTC")),
-        ("seq", pa.uint32()),
-        ("state", pa.string()),
-        ("chunk", pa.string()),
-        ("stage", pa.string()),
-        ("error_class", pa.string()),
-        ("error", pa.string()),
-        ("attempts", pa.uint32()),
-        ("marked_at", pa.timestamp("ms", tz="UTC")),
-    ]
+MARK_TABLE: tuple[TableColumn, ...] = (
+    *dlq_columns(*MARK_KEY),
+    TableColumn("seq", "UInt32", pa.uint32()),
+    TableColumn("state", "LowCardinality(String)", pa.string()),
+    TableColumn("chunk", "String", pa.string()),
+    *dlq_columns("stage", "error_class", "error"),
+    TableColumn("attempts", "UInt32", pa.uint32()),
+    TableColumn("marked_at", "DateTime64(3, 'UTC')", UTC_MILLIS),
 )
+MARK_COLUMNS = clickhouse_columns(MARK_TABLE)
+MARK_ARROW_SCHEMA = arrow_schema(MARK_TABLE)
 
 
 class DlqMissing(SinkConfigError):

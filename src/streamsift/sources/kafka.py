@@ -533,15 +533,3 @@ def make_data_source(
 
     BoundKafkaSource.__name__ = BoundKafkaSource.__qualname__ = f"KafkaSource_{name}"
     return BoundKafkaSource
-
-
-def describe_offsets(offsets: dict | str | None) -> dict[str, int]:
-    """Offsets as found in Spark's progress reports (a JSON string or a dict)."""
-    if offsets is None:
-        return {}
-    if isinstance(offsets, str):
-        try:
-            offsets = json.loads(offsets)
-        except json.JSONDecodeError:
-            return {}
-    return {k: int(v) for k, v in offsets.items()} if isinstance(offsets, dict) else {}

@@ -19,23 +19,15 @@ from sqlglot import exp
 
 from streamsift.config.expressions import (
     KIND_OF_FIELD,
+    bare_boolean,
     check_expression,
     column_name,
     parse_expression,
     resolve,
 )
 from streamsift.config.models import FieldRef, Transform
-from streamsift.config.types import FieldType
+from streamsift.config.types import SPARK_SQL_TYPES
 
-# Spark SQL types of computed fields (and of payload fields, for casts).
-SPARK_SQL_TYPES: dict[FieldType, str] = {
-    FieldType.STRING: "STRING",
-    FieldType.INT: "BIGINT",
-    FieldType.FLOAT: "DOUBLE",
-    FieldType.BOOL: "BOOLEAN",
-    FieldType.TIMESTAMP: "TIMESTAMP",
-    FieldType.JSON: "STRING",
-}
 _TRY_FUNCTIONS = {
     exp.Add: "try_add",
     exp.Sub: "try_subtract",
@@ -113,16 +105,8 @@ class _Compiler:
 
     def visit(self, node: exp.Expression) -> tuple[str, list[Failure]]:  # noqa: C901
         if isinstance(node, (exp.Column, exp.Dot)):
-            if (
-                isinstance(node, exp.Column)
-                and not node.table
-                and node.name.upper()
-                in (
-                    "TRUE",
-                    "FALSE",
-                )
-            ):
-                return node.name.upper(), []
+            if word := bare_boolean(node):
+                return word, []
             name = resolve(column_name(node), {k: v.type for k, v in self.scope.items()})
             column = self.scope[name].column
             self.fields.setdefault(name, column)

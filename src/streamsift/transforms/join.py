@@ -28,15 +28,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamsift.config.models import FieldRef, FieldType, JoinType, Pipeline
-
-_SPARK_KEY_TYPES = {
-    FieldType.STRING: "STRING",
-    FieldType.INT: "BIGINT",
-    FieldType.FLOAT: "DOUBLE",
-    FieldType.BOOL: "BOOLEAN",
-    FieldType.TIMESTAMP: "TIMESTAMP",
-}
+from streamsift.config.models import FieldRef, JoinType, Pipeline
+from streamsift.config.rows import (
+    JOIN_SPLIT,
+    NO_RECORD,
+    OUTPUT_COLUMNS,
+    PRE_ERROR,
+    RIGHT_RECORD_COLUMNS,
+    MetaColumn,
+    join_key_column,
+)
+from streamsift.config.types import SPARK_SQL_TYPES, FieldType
 
 
 def build_join(
@@ -59,23 +61,26 @@ def build_join(
     key_types = []
     for lk, rk in zip(join.left.key, join.right.key, strict=True):
         lt, rt = left_scope[lk].type, right_scope[rk].type
-        key_types.append(_SPARK_KEY_TYPES[FieldType.FLOAT if lt != rt else lt])
+        key_types.append(SPARK_SQL_TYPES[FieldType.FLOAT if lt != rt else lt])
 
     def prepared(frame: Any, scope: dict[str, FieldRef], keys: tuple[str, ...], side: str) -> Any:
         frame = frame.withColumns(
-            {f"_jk{i}": F.col(scope[k].column).cast(key_types[i]) for i, k in enumerate(keys)}
+            {
+                join_key_column(i): F.col(scope[k].column).cast(key_types[i])
+                for i, k in enumerate(keys)
+            }
         )
         used = {scope[o.field].column for o in join.output if o.from_ == side}
         payload = {ref.column for name, ref in scope.items() if not name.startswith("_kafka.")}
         frame = frame.drop(*sorted(payload - used))
         frame = frame.withWatermark("_event_time", lateness)
-        frame = frame.repartition(*[F.col(f"_jk{i}") for i in range(len(keys))])
+        frame = frame.repartition(*[F.col(join_key_column(i)) for i in range(len(keys))])
         every_column = ", ".join(f"`{c}`" for c in frame.columns)
         split = F.expr(
             "_error IS NULL OR (spark_partition_id() < 0 AND "
             f"length(CAST(struct({every_column}) AS STRING)) < 0)"
         )
-        return frame.withColumn("_ok", split)
+        return frame.withColumn(JOIN_SPLIT, split)
 
     left = prepared(left_frame, left_scope, join.left.key, "left")
     right = prepared(right_frame, right_scope, join.right.key, "right")
@@ -87,9 +92,12 @@ def build_join(
         f"r._event_time <= l._event_time + INTERVAL {window_l} MICROSECONDS"
     )
     for i in range(len(join.left.key)):
-        condition = condition & (F.col(f"l._jk{i}") == F.col(f"r._jk{i}"))
+        key = join_key_column(i)
+        condition = condition & (F.col(f"l.{key}") == F.col(f"r.{key}"))
     how = "inner" if join.type is JoinType.INNER else "leftouter"
-    joined = left.filter("_ok").alias("l").join(right.filter("_ok").alias("r"), condition, how)
+    joined = (
+        left.filter(JOIN_SPLIT).alias("l").join(right.filter(JOIN_SPLIT).alias("r"), condition, how)
+    )
 
     scope: dict[str, FieldRef] = {}
     outputs = []
@@ -100,38 +108,16 @@ def build_join(
         outputs.append(F.col(f"{prefix}.{ref.column}").alias(out.column))
         scope[out.name] = FieldRef(out.name, out.column, ref.type)
     null_outputs = [
-        F.lit(None).cast(_spark_type(ref.type)).alias(ref.column) for ref in scope.values()
+        F.lit(None).cast(SPARK_SQL_TYPES[ref.type]).alias(ref.column) for ref in scope.values()
     ]
-
-    pairs = joined.select(
-        *outputs,
-        *[F.col(f"l.{c}").alias(c) for c in ("_topic", "_partition", "_offset", "_kafka_ts")],
-        F.col("l._late").alias("_late"),
-        F.lit(None).cast("binary").alias("_key"),
-        F.lit(None).cast("binary").alias("_raw"),
-        F.lit(None).cast("string").alias("_error"),
-        F.lit(None).cast("string").alias("_stage"),
-        F.lit(join.left.source).alias("_source"),
-        F.coalesce(F.col("r._partition"), F.lit(-1)).cast("int").alias("_rpartition"),
-        F.coalesce(F.col("r._offset"), F.lit(-1)).cast("long").alias("_roffset"),
-    )
+    pairs = joined.select(*outputs, *[_of_joined_row(c, join.left.source) for c in OUTPUT_COLUMNS])
 
     def dead_letters(frame: Any) -> Any:
-        return frame.filter(~F.col("_ok")).select(
-            *null_outputs,
-            "_topic",
-            "_partition",
-            "_offset",
-            "_kafka_ts",
-            "_late",
-            "_key",
-            "_raw",
-            "_error",
-            "_stage",
-            "_source",
-            F.lit(-1).cast("int").alias("_rpartition"),
-            F.lit(-1).cast("long").alias("_roffset"),
-        )
+        no_right_record = {
+            c.name: F.lit(NO_RECORD).cast(c.sql_type).alias(c.name) for c in RIGHT_RECORD_COLUMNS
+        }
+        meta = [no_right_record.get(c.name, F.col(c.name)) for c in OUTPUT_COLUMNS]
+        return frame.filter(~F.col(JOIN_SPLIT)).select(*null_outputs, *meta)
 
     frame = pairs.unionByName(dead_letters(left)).unionByName(dead_letters(right))
     return frame, scope
@@ -145,20 +131,26 @@ def payload_of_joined_rows(frame: Any, scope: dict[str, FieldRef]) -> Any:
     return frame.withColumn(
         "_raw",
         F.when(
-            F.col("_error").isNotNull() & F.col("_raw").isNull() & ~F.col("_pre_error"),
+            F.col("_error").isNotNull() & F.col("_raw").isNull() & ~F.col(PRE_ERROR),
             F.encode(record, "UTF-8"),
         ).otherwise(F.col("_raw")),
-    ).drop("_pre_error")
+    ).drop(PRE_ERROR)
 
 
-def _spark_type(ftype: FieldType) -> str:
-    return {
-        FieldType.STRING: "string",
-        FieldType.INT: "bigint",
-        FieldType.FLOAT: "double",
-        FieldType.BOOL: "boolean",
-        FieldType.TIMESTAMP: "timestamp",
-        FieldType.ARRAY: "array<string>",
-        FieldType.MAP: "map<string,string>",
-        FieldType.JSON: "string",
-    }[ftype]
+def _of_joined_row(column: MetaColumn, left_source: str) -> Any:
+    """A metadata column of a matched pair (`column.joined`): its left record's position,
+    times and source, the right record's position (NO_RECORD for a left-outer row without
+    one), no raw message and no error."""
+    from pyspark.sql import functions as F
+
+    if column.name == "_source":
+        # The left source's id as a literal, not `l._source`: the columns read above the join
+        # decide what its state holds, and a checkpoint keeps that state's schema.
+        value = F.lit(left_source)
+    elif column.joined is None:
+        value = F.lit(None).cast(column.sql_type)
+    elif column in RIGHT_RECORD_COLUMNS:
+        value = F.coalesce(F.col(column.joined), F.lit(NO_RECORD)).cast(column.sql_type)
+    else:
+        value = F.col(column.joined)
+    return value.alias(column.name)

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from streamsift.config.types import FieldType
+from streamsift.config.types import SCALAR_TYPES, FieldType
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UTC = timezone.utc
@@ -36,24 +36,8 @@ ARROW_TYPES: dict[FieldType, pa.DataType] = {
     FieldType.MAP: pa.map_(pa.string(), pa.string()),
     FieldType.JSON: pa.string(),
 }
-SPARK_TYPES: dict[FieldType, str] = {
-    FieldType.STRING: "STRING",
-    FieldType.INT: "BIGINT",
-    FieldType.FLOAT: "DOUBLE",
-    FieldType.BOOL: "BOOLEAN",
-    FieldType.TIMESTAMP: "TIMESTAMP",
-    FieldType.ARRAY: "ARRAY<STRING>",
-    FieldType.MAP: "MAP<STRING, STRING>",
-    FieldType.JSON: "STRING",
-}
-_FAST_TYPES = {
-    FieldType.STRING,
-    FieldType.INT,
-    FieldType.FLOAT,
-    FieldType.BOOL,
-    FieldType.TIMESTAMP,
-    FieldType.ARRAY,
-}
+# Field types the batch-at-once pyarrow path handles; other schemas parse record by record.
+_FAST_TYPES = SCALAR_TYPES | {FieldType.ARRAY}
 
 
 class ValueTypeError(ValueError):
@@ -79,10 +63,6 @@ class ParseResult:
 
     table: pa.Table
     errors: list[str | None]
-
-    @property
-    def error_count(self) -> int:
-        return sum(e is not None for e in self.errors)
 
 
 def parse_timestamp(value: Any) -> datetime:

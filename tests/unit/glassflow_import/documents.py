@@ -71,3 +71,18 @@ def kafka_source(source_id: str, topic: str, fields: list[dict[str, str]]) -> di
 
 def join_example(version: str) -> dict[str, Any]:
     return json.loads((EXAMPLES / f"glassflow-join-{version}.json").read_text(encoding="utf-8"))
+
+
+def names_the_field(cases: list[tuple[str, str, object, str]]) -> Any:
+    """A test: each (version, path, value, expected) case changes one field of that version's
+    example and expects exactly that one problem, naming the GlassFlow field."""
+
+    @pytest.mark.parametrize(
+        ("version", "path", "value", "expected"),
+        cases,
+        ids=[f"{c[0]}:{c[1]}={c[2]!r}"[:80] for c in cases],
+    )
+    def test(version: str, path: str, value: object, expected: str) -> None:
+        assert problems(changed(example(version), path, value)) == [expected]
+
+    return test

@@ -8,7 +8,7 @@ import pytest
 
 from streamsift.config.glassflow import convert_glassflow, import_glassflow
 
-from .documents import changed, example, problems
+from .documents import changed, example, names_the_field
 
 
 def test_v2_mapping_comes_from_schema_fields_with_a_column() -> None:
@@ -170,12 +170,4 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("version", "path", "value", "expected"),
-    INVALID,
-    ids=[f"{c[0]}:{c[1]}={c[2]!r}"[:80] for c in INVALID],
-)
-def test_invalid_glassflow_document_names_the_glassflow_field(
-    version: str, path: str, value: object, expected: str
-) -> None:
-    assert problems(changed(example(version), path, value)) == [expected]
+test_invalid_glassflow_document_names_the_glassflow_field = names_the_field(INVALID)

@@ -65,7 +65,7 @@ def test_v3_join_is_imported() -> None:
         ],
     }
     pipeline = parse_pipeline(JOIN_V3)
-    assert pipeline.join is not None and pipeline.source.topic == "orders"
+    assert pipeline.join is not None and pipeline.primary_source.topic == "orders"
 
 
 def test_two_sources_without_join_are_refused() -> None:
@@ -145,7 +145,7 @@ def test_join_example_field_by_field(version: str) -> None:
     ]
     assert doc["sink"]["clickhouse"]["password"] == "secret"
     pipeline = load_pipeline(EXAMPLES / f"glassflow-join-{version}.json")
-    assert pipeline.join is not None and pipeline.source.topic == "orders"
+    assert pipeline.join is not None and pipeline.primary_source.topic == "orders"
     assert [s.id for s in pipeline.inputs] == ["orders", "users"]
     assert pipeline.join.left.time_window == timedelta(hours=1)
 

@@ -7,7 +7,7 @@ import pytest
 from streamsift.config import parse_pipeline
 from streamsift.config.glassflow import convert_glassflow, import_glassflow
 
-from .documents import DELETE, changed, example, problems
+from .documents import DELETE, changed, example, names_the_field, problems
 
 
 def test_v1_and_v2_dedup_key_spellings() -> None:
@@ -226,12 +226,4 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("version", "path", "value", "expected"),
-    INVALID,
-    ids=[f"{c[0]}:{c[1]}={c[2]!r}"[:80] for c in INVALID],
-)
-def test_invalid_glassflow_document_names_the_glassflow_field(
-    version: str, path: str, value: object, expected: str
-) -> None:
-    assert problems(changed(example(version), path, value)) == [expected]
+test_invalid_glassflow_document_names_the_glassflow_field = names_the_field(INVALID)

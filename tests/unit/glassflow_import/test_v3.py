@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import copy
 
-import pytest
-
 from streamsift.config import parse_pipeline
 from streamsift.config.glassflow import convert_glassflow
 
-from .documents import DELETE, changed, example, problems
+from .documents import DELETE, changed, example, names_the_field, problems
 
 
 def test_no_dedup_transform_means_no_dedup() -> None:
@@ -174,12 +172,4 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("version", "path", "value", "expected"),
-    INVALID,
-    ids=[f"{c[0]}:{c[1]}={c[2]!r}"[:80] for c in INVALID],
-)
-def test_invalid_glassflow_document_names_the_glassflow_field(
-    version: str, path: str, value: object, expected: str
-) -> None:
-    assert problems(changed(example(version), path, value)) == [expected]
+test_invalid_glassflow_document_names_the_glassflow_field = names_the_field(INVALID)

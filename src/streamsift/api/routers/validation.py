@@ -1,0 +1,23 @@
+"""Validate a pipeline document without creating anything: `streamsift validate` over HTTP."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody
+from streamsift.api.models import ErrorBody, ValidateResult
+from streamsift.config.loader import parse_pipeline
+from streamsift.config.summary import summary
+
+router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
+
+
+@router.post(
+    "/validate",
+    summary="check a pipeline document (JSON or YAML); 422 lists its problems",
+    openapi_extra=DOCUMENT_BODY_OPENAPI,
+    responses={422: {"model": ErrorBody, "description": "details.problems: one line each"}},
+)
+def validate(document: DocumentBody) -> ValidateResult:
+    pipeline = parse_pipeline(document)
+    return ValidateResult(name=pipeline.name, summary=summary(pipeline))

@@ -1,0 +1,25 @@
+"""What `streamsift serve` is started with: address, data directory, token, limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from streamsift.config.loader import MAX_DOCUMENT_BYTES
+
+
+class ServiceSettings(BaseModel):
+    """The server's settings, validated once at start."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)  # 0: any free port (tests)
+    data_dir: Path = Path(".streamsift")
+    # When set, every route but the health checks needs `Authorization: Bearer <token>`.
+    token: SecretStr | None = None
+    # Request bodies above this are refused (413): the limit of a pipeline document.
+    max_body_bytes: int = Field(default=MAX_DOCUMENT_BYTES, gt=0)
+    # How long a connection probe (Kafka, ClickHouse) waits for an answer.
+    probe_timeout_s: float = Field(default=10.0, gt=0)

@@ -1,0 +1,89 @@
+"""`streamsift serve`: run the HTTP API (FastAPI under uvicorn) until Ctrl-C or SIGTERM.
+
+Prints one line when it listens (`listening on http://HOST:PORT ...`, with the port actually
+bound when `--port 0` picks a free one) and one when it has stopped. The token comes from
+`--token` or STREAMSIFT_API_TOKEN and is never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from streamsift.cli.output import fail
+
+TOKEN_ENV = "STREAMSIFT_API_TOKEN"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the HTTP API: pipelines, their status and DLQ, connection probes",
+        description="Serve the native API (/api/v1/...), OpenAPI at /openapi.json, docs at "
+        "/docs, health at /healthz and /readyz. Ctrl-C or SIGTERM stop it.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: a free one)")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".streamsift"),
+        help="where the service keeps pipelines and checkpoints (default .streamsift)",
+    )
+    p.add_argument(
+        "--token",
+        default=None,
+        help=f"require 'Authorization: Bearer TOKEN' on every route but health (default: "
+        f"${TOKEN_ENV}, which is better: a command line is visible to other users)",
+    )
+    p.add_argument("--verbose", action="store_true", help="debug logging, and uvicorn's access log")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from streamsift.api.app import create_app
+    from streamsift.api.settings import ServiceSettings
+
+    if not 0 <= args.port <= 65535:
+        return fail(f"--port must be 0..65535, not {args.port}", code=2)
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    settings = ServiceSettings(host=args.host, port=args.port, data_dir=args.data_dir, token=token)
+    try:
+        sock = socket.create_server((settings.host, settings.port))
+    except OSError as exc:
+        return fail(
+            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}",
+            "is another server on that port? pick another with --port",
+            code=1,
+        )
+    config = uvicorn.Config(
+        create_app(settings),
+        log_level="debug" if args.verbose else "warning",
+        access_log=args.verbose,
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    # uvicorn re-raises the signal that stopped it once it is done; these handlers take it,
+    # so the command ends with its own line and exit code 0 rather than a traceback.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: None)
+    port = sock.getsockname()[1]
+    print(
+        f"listening on http://{settings.host}:{port} (data dir {settings.data_dir}, "
+        f"{'token required' if token else 'no token'})",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    print("streamsift serve: stopped", file=sys.stderr, flush=True)
+    return 0

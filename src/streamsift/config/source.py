@@ -1,0 +1,257 @@
+"""The Kafka side of a pipeline: connection and security, the topic, the message schema."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from enum import Enum
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+
+from streamsift.config.base import (
+    FIELD_PATH,
+    MAX_DEDUP_WINDOW,
+    MAX_TOPIC_LENGTH,
+    TOPIC_NAME,
+    ConfigModel,
+    Duration,
+    shorten,
+)
+from streamsift.config.durations import format_duration, parse_duration
+from streamsift.config.rows import KAFKA_FIELDS, RESERVED_COLUMNS
+from streamsift.config.types import (
+    FieldType,
+    parse_field_type,
+)
+
+# ---------------------------------------------------------------------------- source
+
+
+class SecurityProtocol(str, Enum):
+    PLAINTEXT = "PLAINTEXT"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+    SSL = "SSL"
+
+
+class SaslMechanism(str, Enum):
+    PLAIN = "PLAIN"
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+
+class KafkaSecurity(ConfigModel):
+    """How to authenticate to Kafka; passed through to librdkafka. Secrets are never logged."""
+
+    protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
+    mechanism: SaslMechanism | None = None
+    username: str | None = None
+    password: SecretStr | None = None
+    ca_file: Path | None = None
+    skip_tls_verification: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> KafkaSecurity:
+        sasl = self.protocol in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
+        if sasl:
+            if self.mechanism is None:
+                raise ValueError(f"mechanism is required with protocol {self.protocol.value}")
+            if not self.username:
+                raise ValueError(f"username is required with protocol {self.protocol.value}")
+            if self.password is None or not self.password.get_secret_value():
+                raise ValueError(f"password is required with protocol {self.protocol.value}")
+        elif self.mechanism is not None:
+            raise ValueError(
+                f"mechanism {self.mechanism.value} needs protocol SASL_PLAINTEXT or SASL_SSL"
+            )
+        return self
+
+    def librdkafka(self) -> dict[str, str]:
+        """The librdkafka properties for this security setting (holds the secret: never log it)."""
+        props = {"security.protocol": self.protocol.value}
+        if self.mechanism is not None:
+            props["sasl.mechanism"] = self.mechanism.value
+            props["sasl.username"] = self.username or ""
+            props["sasl.password"] = self.password.get_secret_value() if self.password else ""
+        if self.ca_file is not None:
+            props["ssl.ca.location"] = str(self.ca_file)
+        if self.skip_tls_verification:
+            props["enable.ssl.certificate.verification"] = "false"
+        return props
+
+
+def check_topic_name(name: str) -> str:
+    """Kafka's topic-name rules, so a bad name fails at validate, not at the broker."""
+    if len(name) > MAX_TOPIC_LENGTH:
+        raise ValueError(
+            f"topic name {shorten(name)} is longer than Kafka's {MAX_TOPIC_LENGTH} characters"
+        )
+    if name in (".", ".."):
+        raise ValueError(f"{name!r} is not a valid Kafka topic name")
+    if not TOPIC_NAME.match(name):
+        bad = sorted({c for c in name if not TOPIC_NAME.match(c)})
+        raise ValueError(
+            f"topic name {shorten(name)} has characters Kafka does not allow "
+            f"({''.join(bad)!r}): use letters, digits, '.', '_' and '-'"
+        )
+    return name
+
+
+class SchemaField(ConfigModel):
+    """One payload field: a dot path into the JSON (`user.id`) and its type."""
+
+    name: str
+    type: Annotated[FieldType, BeforeValidator(parse_field_type)]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not FIELD_PATH.match(v):
+            raise ValueError(
+                f"{shorten(v)} is not a field path: use names of letters, digits and _ joined by dots, e.g. user.id"
+            )
+        return v
+
+    @property
+    def column(self) -> str:
+        """The column name used inside the pipeline (dots are not allowed in Spark names)."""
+        return self.name.replace(".", "__").replace("-", "_")
+
+
+def _parse_future_skew(v: object) -> timedelta | None:
+    """`max_future_skew`: a duration of at most 7 days, or null to turn the check off."""
+    if v is None:
+        return None
+    skew = parse_duration(v)
+    if skew > MAX_DEDUP_WINDOW:
+        raise ValueError(
+            f"{format_duration(skew)} exceeds the 7d maximum (no dedup or join window is longer);"
+            " write null to turn the check off"
+        )
+    return skew
+
+
+# How far event time may run ahead of the Kafka timestamp (docs/semantics.md); None: no limit.
+FutureSkew = Annotated[
+    timedelta | None,
+    BeforeValidator(_parse_future_skew),
+    PlainSerializer(lambda v: None if v is None else format_duration(v)),
+]
+DEFAULT_MAX_FUTURE_SKEW = timedelta(minutes=5)
+
+
+class Schema(ConfigModel):
+    fields: tuple[SchemaField, ...] = Field(min_length=1)
+    event_time: str | None = None
+    max_future_skew: FutureSkew = DEFAULT_MAX_FUTURE_SKEW
+
+    @model_validator(mode="after")
+    def _check(self) -> Schema:
+        # linear in the number of fields: documents with thousands of fields are real
+        names = Counter(f.name for f in self.fields)
+        dupes = sorted(n for n, count in names.items() if count > 1)
+        if dupes:
+            raise ValueError(f"field names must be unique; repeated: {', '.join(dupes)}")
+        columns = Counter(f.column for f in self.fields)
+        clash = sorted(c for c, count in columns.items() if count > 1)
+        if clash:
+            raise ValueError(f"fields collide once dots become '__': {', '.join(clash)}")
+        for f in self.fields:
+            if f.name.split(".")[0] == "_kafka" or f.column in RESERVED_COLUMNS:
+                *others, last = KAFKA_FIELDS
+                raise ValueError(
+                    f"field name {f.name!r} is reserved for the pipeline's own columns; "
+                    f"the Kafka metadata is available as {', '.join(others)} and {last}"
+                )
+        for other in names:
+            parts = other.split(".")
+            for depth in range(1, len(parts)):
+                path = ".".join(parts[:depth])
+                if path in names:
+                    raise ValueError(
+                        f"field {path!r} is an object holding field {other!r}; declare only one"
+                    )
+        if self.event_time is not None:
+            field = self.field(self.event_time)
+            if field is None:
+                raise ValueError(
+                    f"event_time names {self.event_time!r}, which is not a schema field"
+                )
+            if field.type not in (FieldType.TIMESTAMP, FieldType.INT, FieldType.FLOAT):
+                raise ValueError(
+                    f"event_time field {self.event_time!r} must be of type timestamp "
+                    f"(or int/float unix seconds), not {field.type.value}"
+                )
+        return self
+
+    def field(self, name: str) -> SchemaField | None:
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, SchemaField]:
+        return {f.name: f for f in self.fields}
+
+
+class StartFrom(str, Enum):
+    EARLIEST = "earliest"
+    LATEST = "latest"
+
+
+class KafkaSource(ConfigModel):
+    """One Kafka topic and the shape of its JSON messages."""
+
+    name: str | None = None
+    bootstrap_servers: str
+    topic: str = Field(min_length=1)
+    consumer_group: str | None = None
+    start_from: StartFrom = StartFrom.EARLIEST
+    security: KafkaSecurity = KafkaSecurity()
+    properties: dict[str, str] = Field(default_factory=dict)
+    connect_timeout: Duration = timedelta(seconds=30)
+    schema_: Schema = Field(alias="schema")
+
+    @field_validator("bootstrap_servers", mode="before")
+    @classmethod
+    def _servers(cls, v: object) -> object:
+        if isinstance(v, (list, tuple)):
+            v = ",".join(str(s).strip() for s in v)
+        if isinstance(v, str):
+            hosts = [h.strip() for h in v.split(",") if h.strip()]
+            if not hosts:
+                raise ValueError("at least one broker address host:port is required")
+            for h in hosts:
+                host, _, port = h.rpartition(":")
+                if not host or not port.isdigit():
+                    raise ValueError(f"{h!r} is not host:port")
+            return ",".join(hosts)
+        return v
+
+    @field_validator("topic")
+    @classmethod
+    def _topic(cls, v: str) -> str:
+        return check_topic_name(v)
+
+    @field_validator("properties")
+    @classmethod
+    def _props(cls, v: dict[str, str]) -> dict[str, str]:
+        reserved = {"bootstrap.servers", "group.id", "enable.auto.commit", "security.protocol"}
+        bad = sorted(k for k in v if k in reserved or k.startswith("sasl."))
+        if bad:
+            raise ValueError(
+                f"set {', '.join(bad)} through the source's own fields, not properties"
+            )
+        return {k: str(x) for k, x in v.items()}
+
+    @property
+    def id(self) -> str:
+        return self.name or self.topic

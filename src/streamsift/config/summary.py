@@ -1,0 +1,29 @@
+"""One line that says what a pipeline does: `streamsift validate` and the API print it."""
+
+from __future__ import annotations
+
+from streamsift.config.durations import format_duration
+from streamsift.config.models import Dedup, JoinSource, Pipeline
+
+
+def summary(pipeline: Pipeline) -> str:
+    """What a pipeline reads, dedups and joins, and where it writes, in one line."""
+
+    def dedup(d: Dedup) -> str:
+        return f"dedup on {'+'.join(d.key)} within {format_duration(d.time_window)}"
+
+    join = pipeline.join
+    if join is None:
+        return f"{pipeline.primary_source.topic} -> {pipeline.sink.table}" + (
+            f", {dedup(pipeline.dedup)}" if pipeline.dedup else ""
+        )
+    by_id = {s.id: s for s in pipeline.inputs}
+    left, right = (by_id[side.source] for side in (join.left, join.right))
+    sides = [
+        s.topic + (f" ({dedup(s.dedup)})" if isinstance(s, JoinSource) and s.dedup else "")
+        for s in (left, right)
+    ]
+    return (
+        f"{sides[0]} {join.type.value} join {sides[1]} on "
+        f"{'+'.join(join.left.key)} = {'+'.join(join.right.key)} -> {pipeline.sink.table}"
+    )

@@ -1,0 +1,337 @@
+"""Connection probes the UI needs before a pipeline exists: Kafka and ClickHouse.
+
+Each probe waits a bounded time and turns what went wrong into an error of the hierarchy that
+names the address: a broker that does not answer is a `TransientError`, a topic or table that
+does not exist a `NotFoundError`. Secrets (SASL and ClickHouse passwords) are passed to the
+clients only, never into messages or logs.
+
+The embedded ClickHouse (chdb) allows one process per data directory, and a running pipeline
+may hold it: probes of a `path` therefore run in a short-lived child process, so the server
+never keeps the directory open.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import multiprocessing
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from streamsift.config.base import IDENTIFIER
+from streamsift.config.models import ClickHouseConnection, KafkaSecurity
+from streamsift.errors import NotFoundError, PermanentError, StreamsiftError, TransientError
+from streamsift.runtime.dead_letters import EmbeddedClickHouseBusy
+
+DEFAULT_TIMEOUT_S = 10.0
+MAX_SAMPLES = 100
+MAX_RAW_CHARS = 10_000
+_CHILD_START_S = 30.0  # a child process importing the ClickHouse client, on a busy machine
+
+
+class KafkaUnreachable(TransientError):
+    """The broker did not answer within the probe's wait."""
+
+    default_hint = "is the broker up, and bootstrap_servers right?"
+
+
+class ClickHouseUnreachable(TransientError):
+    """ClickHouse did not answer within the probe's wait."""
+
+    default_hint = "is ClickHouse up, and host/port right?"
+
+
+class ClickHouseRefused(PermanentError):
+    """ClickHouse answered with an error (credentials, database, a statement it refused)."""
+
+    default_hint = "check the connection's username, password and database"
+
+
+# ------------------------------------------------------------------------------ Kafka
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: int
+
+
+@dataclass(frozen=True)
+class KafkaMetadata:
+    brokers: tuple[str, ...]
+    topics: tuple[TopicInfo, ...]
+
+
+@dataclass(frozen=True)
+class SampleMessage:
+    partition: int
+    offset: int
+    timestamp: str | None  # ISO-8601, UTC
+    key: str | None
+    value: Any  # the decoded JSON, or None when the message is not JSON
+    raw: str | None  # the text of a message that is not JSON (cut at MAX_RAW_CHARS)
+    error: str | None  # why the value could not be decoded
+
+
+def _consumer(servers: str, security: KafkaSecurity, timeout_s: float) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": servers,
+            "group.id": "streamsift-probe",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "socket.connection.setup.timeout.ms": max(1000, int(timeout_s * 1000)),
+            "logger": logging.getLogger("streamsift.kafka.librdkafka"),
+            **security.librdkafka(),
+        }
+    )
+
+
+def _no_answer(servers: str, timeout_s: float, exc: KafkaException | None) -> KafkaUnreachable:
+    reason = exc.args[0].str() if exc is not None and exc.args else "no metadata"
+    return KafkaUnreachable(f"Kafka at {servers} did not answer within {timeout_s:.0f} s: {reason}")
+
+
+def kafka_metadata(
+    servers: str, security: KafkaSecurity, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> KafkaMetadata:
+    """The brokers and topics a Kafka cluster reports (internal `__` topics left out)."""
+    consumer = _consumer(servers, security, timeout_s)
+    try:
+        md = consumer.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise _no_answer(servers, timeout_s, exc) from None
+    finally:
+        consumer.close()
+    brokers = tuple(sorted(f"{b.host}:{b.port}" for b in md.brokers.values()))
+    topics = tuple(
+        TopicInfo(name, len(t.partitions))
+        for name, t in sorted(md.topics.items())
+        if not name.startswith("__") and t.error is None
+    )
+    return KafkaMetadata(brokers, topics)
+
+
+def sample_messages(
+    servers: str,
+    security: KafkaSecurity,
+    topic: str,
+    count: int,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> list[SampleMessage]:
+    """Up to `count` messages from the start of `topic`'s partitions (no consumer group
+    is joined and no offsets are committed), waiting at most `timeout_s`."""
+    count = max(1, min(count, MAX_SAMPLES))
+    consumer = _consumer(servers, security, timeout_s)
+    try:
+        partitions = _partitions(consumer, servers, topic, timeout_s)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        found: list[SampleMessage] = []
+        at_end: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while len(found) < count and len(at_end) < len(partitions):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for msg in consumer.consume(num_messages=count - len(found), timeout=min(left, 1)):
+                error = msg.error()
+                if error is None:
+                    found.append(_sample(msg))
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                else:
+                    raise _no_answer(servers, timeout_s, KafkaException(error))
+        return found[:count]
+    finally:
+        consumer.close()
+
+
+def _partitions(consumer: Consumer, servers: str, topic: str, timeout_s: float) -> list[int]:
+    try:
+        md = consumer.list_topics(topic, timeout=timeout_s)
+    except KafkaException as exc:
+        raise _no_answer(servers, timeout_s, exc) from None
+    info = md.topics.get(topic)
+    if info is None or (
+        info.error is not None and info.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    ):
+        raise NotFoundError(f"topic '{topic}' does not exist on {servers}")
+    if info.error is not None:
+        raise NotFoundError(
+            f"topic '{topic}' is refused by {servers}: {info.error.str().removeprefix('Broker: ')}"
+        )
+    return sorted(info.partitions)
+
+
+def _sample(msg: Any) -> SampleMessage:
+    kind, ts = msg.timestamp()
+    when = (
+        datetime.fromtimestamp(ts / 1000, tz=timezone.utc).isoformat() if kind and ts >= 0 else None
+    )
+    key = msg.key()
+    raw = msg.value()
+    value: Any = None
+    text: str | None = None
+    error: str | None = None
+    if raw is None:
+        error = "empty message (null value)"
+    else:
+        try:
+            value = json.loads(raw)
+        except UnicodeDecodeError:
+            error = "not UTF-8 text"
+            text = raw[:MAX_RAW_CHARS].decode("utf-8", "replace")
+        except json.JSONDecodeError as exc:
+            error = f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            text = raw[:MAX_RAW_CHARS].decode("utf-8", "replace")
+    return SampleMessage(
+        partition=msg.partition(),
+        offset=msg.offset(),
+        timestamp=when,
+        key=key.decode("utf-8", "replace") if key is not None else None,
+        value=value,
+        raw=text,
+        error=error,
+    )
+
+
+# ------------------------------------------------------------------------------ ClickHouse
+
+
+@dataclass(frozen=True)
+class ClickHouseInfo:
+    version: str
+    database: str
+    tables: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: str
+
+
+def clickhouse_info(
+    conn: ClickHouseConnection, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> ClickHouseInfo:
+    """The server's version and the tables of the connection's database."""
+    return _run(_info, conn, timeout_s)
+
+
+def clickhouse_columns(
+    conn: ClickHouseConnection, table: str, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> list[ColumnInfo]:
+    """The columns of `table` in the connection's database, in table order."""
+    if not IDENTIFIER.match(table):
+        raise NotFoundError(f"{table!r} is not a plain table name (letters, digits, _)")
+    return _run(_columns, conn, timeout_s, table)
+
+
+def _run(probe: Any, conn: ClickHouseConnection, timeout_s: float, *args: Any) -> Any:
+    """Run `probe(conn, timeout_s, *args)` here for a server, in a child for an embedded path."""
+    if not conn.embedded:
+        return probe(conn, timeout_s, *args)
+    if conn.path is None or not conn.path.is_dir():
+        raise NotFoundError(f"no embedded ClickHouse at {conn.path}: the directory does not exist")
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        future = pool.submit(_in_child, probe, conn, timeout_s, *args)
+        try:
+            result = future.result(timeout=timeout_s + _CHILD_START_S)
+        except concurrent.futures.TimeoutError:
+            raise ClickHouseUnreachable(
+                f"embedded ClickHouse at {conn.path} did not answer within "
+                f"{timeout_s + _CHILD_START_S:.0f} s"
+            ) from None
+    if isinstance(result, _ChildFailure):
+        raise result.error()
+    return result
+
+
+@dataclass(frozen=True)
+class _ChildFailure:
+    """An error of the hierarchy raised in the child, carried back whole (message and hint:
+    exceptions with their own constructors do not survive pickling intact)."""
+
+    cls: type[StreamsiftError]
+    message: str
+    hint: str | None
+
+    def error(self) -> StreamsiftError:
+        exc = self.cls.__new__(self.cls)
+        StreamsiftError.__init__(exc, self.message, self.hint)
+        return exc
+
+
+def _in_child(probe: Any, *args: Any) -> Any:
+    try:
+        return probe(*args)
+    except StreamsiftError as exc:
+        return _ChildFailure(type(exc), exc.message, exc.hint)
+
+
+def _client(conn: ClickHouseConnection, timeout_s: float) -> Any:
+    from streamsift.sinks.clickhouse.client import connect
+    from streamsift.sinks.errors import SinkError
+
+    try:
+        return connect(conn, connect_timeout_s=timeout_s)
+    except SinkError as exc:
+        raise _probe_error(conn, exc) from None
+
+
+def _query(client: Any, conn: ClickHouseConnection, sql: str) -> list[tuple]:
+    from clickhouse_connect.driver.exceptions import ClickHouseError
+
+    from streamsift.sinks.clickhouse.client import classify, describe
+
+    try:
+        return list(client.query(sql).result_rows)
+    except ClickHouseError as exc:
+        error = classify(exc, f"querying {describe(conn)}")
+        assert isinstance(error, StreamsiftError)
+        raise _probe_error(conn, error) from None
+
+
+def _probe_error(conn: ClickHouseConnection, exc: StreamsiftError) -> StreamsiftError:
+    """A sink's error in a probe's words (a sink's hints speak of checkpoints and runs)."""
+    if conn.embedded and "Unable to open the chdb engine" in exc.message:
+        return EmbeddedClickHouseBusy(
+            f"cannot open the embedded ClickHouse at {conn.path}: another process "
+            "(a running pipeline?) has it open",
+            "chdb allows one process per data directory: stop the pipeline first, "
+            "or use a ClickHouse server",
+        )
+    if isinstance(exc, TransientError):
+        return ClickHouseUnreachable(exc.message)
+    return ClickHouseRefused(exc.message)
+
+
+def _info(conn: ClickHouseConnection, timeout_s: float) -> ClickHouseInfo:
+    client = _client(conn, timeout_s)
+    version = _query(client, conn, "SELECT version()")[0][0]
+    rows = _query(
+        client,
+        conn,
+        "SELECT name FROM system.tables WHERE database = "
+        f"'{conn.database}' AND NOT is_temporary ORDER BY name",
+    )
+    return ClickHouseInfo(str(version), conn.database, tuple(r[0] for r in rows))
+
+
+def _columns(conn: ClickHouseConnection, timeout_s: float, table: str) -> list[ColumnInfo]:
+    client = _client(conn, timeout_s)
+    rows = _query(
+        client,
+        conn,
+        "SELECT name, type FROM system.columns WHERE database = "
+        f"'{conn.database}' AND table = '{table}' ORDER BY position",
+    )
+    if not rows:
+        raise NotFoundError(f"table {conn.database}.{table} does not exist")
+    return [ColumnInfo(name, type_) for name, type_ in rows]
