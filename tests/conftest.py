@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
 from streamsift.embedded.broker import Broker
-from streamsift.loadtest.schema import EVENT_FIELDS, EVENT_MAPPING
 
 
 @pytest.fixture(scope="session")
@@ -41,34 +41,22 @@ def unique_name(request: pytest.FixtureRequest) -> str:
 def event_pipeline(
     broker: Broker, chdb_path: Path, tmp_path: Path, unique_name: str
 ) -> Callable[..., Pipeline]:
-    """Build a dedup pipeline for the generator's events; keyword overrides go into the doc."""
+    """Build a dedup pipeline for the generator's events (`pipeline_docs.event_doc`); keyword
+    overrides replace top-level sections of the doc."""
 
     def build(
         window: str | None = "1h", max_rows_per_batch: int | None = None, **overrides: Any
     ) -> Pipeline:
-        doc: dict[str, Any] = {
-            "name": unique_name.replace("_", "-")[:90],
-            "source": {
-                "bootstrap_servers": broker.bootstrap_servers,
-                "topic": unique_name,
-                "schema": {"fields": EVENT_FIELDS, "event_time": "created_at"},
-            },
-            "sink": {
-                "clickhouse": {"path": str(chdb_path)},
-                "table": unique_name,
-                "create_table": True,
-                "order_by": ["event_id"],
-                "mapping": EVENT_MAPPING,
-            },
-            "runtime": {
-                "checkpoint_dir": str(tmp_path / "checkpoint"),
-                "max_rows_per_batch": max_rows_per_batch,
-            },
-        }
-        if window:
-            doc["dedup"] = {"key": "event_id", "time_window": window}
-        for key, value in overrides.items():
-            doc[key] = value
+        doc = event_doc(
+            bootstrap_servers=broker.bootstrap_servers,
+            topic=unique_name,
+            clickhouse={"path": str(chdb_path)},
+            checkpoint_dir=tmp_path / "checkpoint",
+            window=window,
+            sink={"order_by": ["event_id"]},
+            runtime={"max_rows_per_batch": max_rows_per_batch},
+        )
+        doc.update(overrides)  # whole top-level sections
         return parse_pipeline(doc)
 
     return build

@@ -108,7 +108,7 @@ def fake_report(ok: bool) -> dict:
 def test_demo_join_defaults_to_inner_and_exits_1_on_a_mismatch(monkeypatch, capsys, ok, code):
     seen = []
 
-    def run(opts, progress=None):
+    def run(opts, progress=None, stop=None):
         seen.append(opts)
         return fake_report(ok)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.runtime.pipeline import PipelineRunner
 from streamsift.runtime.replay import Replayer
@@ -19,41 +20,33 @@ pytestmark = pytest.mark.integration
 UUID = "6f1c1e6e-8a4b-4c5e-9f1c-1e6e8a4b4c5e"
 
 
-def pipeline_doc(broker, chdb_path: Path, tmp_path: Path, name: str) -> dict:
-    return {
-        "name": name.replace("_", "-")[:90],
-        "source": {
-            "bootstrap_servers": broker.bootstrap_servers,
-            "topic": name,
-            "schema": {
-                "fields": [
-                    {"name": "event_id", "type": "string"},
-                    {"name": "user.id", "type": "string"},
-                    {"name": "user.name", "type": "string"},
-                    {"name": "user.email", "type": "string"},
-                    {"name": "ref", "type": "string"},
-                    {"name": "created_at", "type": "int"},
-                ],
-                "event_time": "created_at",
-            },
-        },
-        "dedup": {"key": "event_id", "time_window": "1h"},
-        "sink": {
-            "clickhouse": {"path": str(chdb_path)},
-            "table": name,
-            "create_table": True,
-            "order_by": ["event_id"],
-            "mapping": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "user.id", "column": "user_id", "type": "Nullable(String)"},
-                {"field": "user.name", "column": "user_name", "type": "Nullable(String)"},
-                {"field": "user.email", "column": "user_email", "type": "Nullable(String)"},
-                {"field": "ref", "column": "ref", "type": "UUID"},
-                {"field": "created_at", "column": "created_at", "type": "Int64"},
-            ],
-        },
-        "runtime": {"checkpoint_dir": str(tmp_path / "checkpoint")},
-    }
+def bad_input_doc(broker, chdb_path: Path, tmp_path: Path, name: str) -> dict:
+    """Events with nested users, a UUID `ref` and an int `created_at`, deduplicated."""
+    return pipeline_doc(
+        topic=name,
+        fields=fields(
+            ("event_id", "string"),
+            ("user.id", "string"),
+            ("user.name", "string"),
+            ("user.email", "string"),
+            ("ref", "string"),
+            ("created_at", "int"),
+        ),
+        event_time="created_at",
+        dedup={"key": "event_id", "time_window": "1h"},
+        bootstrap_servers=broker.bootstrap_servers,
+        clickhouse={"path": str(chdb_path)},
+        sink={"create_table": True, "order_by": ["event_id"]},
+        mapping=mapping(
+            ("event_id", "event_id", "String"),
+            ("user.id", "user_id", "Nullable(String)"),
+            ("user.name", "user_name", "Nullable(String)"),
+            ("user.email", "user_email", "Nullable(String)"),
+            ("ref", "ref", "UUID"),
+            ("created_at", "created_at", "Int64"),
+        ),
+        checkpoint_dir=tmp_path / "checkpoint",
+    )
 
 
 def event(i: int, **change: object) -> bytes:
@@ -124,7 +117,7 @@ BAD: dict[bytes, tuple[bytes | None, str, str, str]] = {
 def test_bad_messages_end_in_the_dlq_with_their_reason_and_original(
     broker, chdb_path, tmp_path, unique_name, produce_messages
 ):
-    pipeline = parse_pipeline(pipeline_doc(broker, chdb_path, tmp_path, unique_name))
+    pipeline = parse_pipeline(bad_input_doc(broker, chdb_path, tmp_path, unique_name))
     broker.create_topic(unique_name, 2)
     good = [(f"good-{i}".encode(), event(i)) for i in range(20)]
     good.append((b"null-user", event(20, user=None)))  # a null parent: null fields, written

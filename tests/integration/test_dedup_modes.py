@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.runtime.pipeline import PipelineRunner
 
@@ -79,42 +80,32 @@ def reference(messages, where, mode: str) -> tuple[list[dict], int]:
     return [dict(doc, _offset=off) for _, off, doc in kept], bad
 
 
-def pipeline_doc(broker, chdb_path, tmp_path, topic: str, mode: str) -> dict:
-    mapping = [
-        {"field": "id", "column": "id", "type": "String"},
-        {"field": "v", "column": "v", "type": "Int64"},
-        {"field": "status", "column": "status", "type": "String"},
-        {"field": "ts", "column": "ts", "type": "DateTime64(3, 'UTC')"},
-    ]
+def mode_doc(broker, chdb_path, tmp_path, topic: str, mode: str) -> dict:
+    """Dedup `mode` over (id, v, status, ts) records; mode last maps the offset as version."""
+    columns = mapping(
+        ("id", "id", "String"),
+        ("v", "v", "Int64"),
+        ("status", "status", "String"),
+        ("ts", "ts", "DateTime64(3, 'UTC')"),
+    )
     dedup: dict = {"mode": mode, "time_window": "1h"}
     if mode != "exact":
         dedup["key"] = "id"
     if mode == "last":
-        mapping.append({"field": "_kafka.offset", "column": "_version", "type": "UInt64"})
-    return {
-        "name": f"{topic}-{mode}".replace("_", "-")[:90],
-        "source": {
-            "bootstrap_servers": broker.bootstrap_servers,
-            "topic": topic,
-            "schema": {
-                "fields": [
-                    {"name": "id", "type": "string"},
-                    {"name": "v", "type": "int"},
-                    {"name": "status", "type": "string"},
-                    {"name": "ts", "type": "timestamp"},
-                ],
-                "event_time": "ts",
-            },
-        },
-        "dedup": dedup,
-        "sink": {
-            "clickhouse": {"path": str(chdb_path)},
-            "table": f"{topic}_{mode}",
-            "create_table": True,
-            "mapping": mapping,
-        },
-        "runtime": {"checkpoint_dir": str(tmp_path / mode)},
-    }
+        columns += mapping(("_kafka.offset", "_version", "UInt64"))
+    return pipeline_doc(
+        topic=topic,
+        fields=fields(("id", "string"), ("v", "int"), ("status", "string"), ("ts", "timestamp")),
+        event_time="ts",
+        dedup=dedup,
+        bootstrap_servers=broker.bootstrap_servers,
+        clickhouse={"path": str(chdb_path)},
+        table=f"{topic}_{mode}",
+        name=f"{topic}-{mode}".replace("_", "-")[:90],
+        sink={"create_table": True},
+        mapping=columns,
+        checkpoint_dir=tmp_path / mode,
+    )
 
 
 def as_row(doc: dict) -> tuple:
@@ -133,7 +124,7 @@ def test_dedup_mode_equals_reference(
     broker.create_topic(unique_name, 3)
     where = produce_messages(unique_name, stream)
     expected, bad = reference(stream, where, mode)
-    pipeline = parse_pipeline(pipeline_doc(broker, chdb_path, tmp_path, unique_name, mode))
+    pipeline = parse_pipeline(mode_doc(broker, chdb_path, tmp_path, unique_name, mode))
     runner = PipelineRunner(pipeline)
     result = runner.run(until_caught_up=True)
 

@@ -26,6 +26,7 @@ import pytest
 import yaml
 from confluent_kafka import Producer
 
+from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.cli.main import main
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
@@ -37,43 +38,35 @@ from streamsift.sources.errors import SourceError
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 2, 1, tzinfo=timezone.utc)
-MAPPING = [
-    {"field": "event_id", "column": "event_id", "type": "String"},
-    {"field": "user.id", "column": "user_id", "type": "String"},
-    {"field": "amount", "column": "amount", "type": "Float64"},
-    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-]
+MAPPING = mapping(
+    ("event_id", "event_id", "String"),
+    ("user.id", "user_id", "String"),
+    ("amount", "amount", "Float64"),
+    ("created_at", "created_at", "DateTime64(3, 'UTC')"),
+)
 
 
-def pipeline_doc(
+def events_doc(
     bootstrap: str, topic: str, table: str, ch: dict, checkpoint: Path, amount_type: str
 ) -> dict:
     """A dedup pipeline whose `amount` field is `amount_type` (int before the fix, float after)."""
-    return {
-        "name": table.replace("_", "-")[:90],
-        "source": {
-            "bootstrap_servers": bootstrap,
-            "topic": topic,
-            "schema": {
-                "fields": [
-                    {"name": "event_id", "type": "string"},
-                    {"name": "user.id", "type": "string"},
-                    {"name": "amount", "type": amount_type},
-                    {"name": "created_at", "type": "timestamp"},
-                ],
-                "event_time": "created_at",
-            },
-        },
-        "dedup": {"key": "event_id", "time_window": "1h"},
-        "sink": {
-            "clickhouse": ch,
-            "table": table,
-            "create_table": True,
-            "order_by": ["event_id"],
-            "mapping": MAPPING,
-        },
-        "runtime": {"checkpoint_dir": str(checkpoint)},
-    }
+    return pipeline_doc(
+        topic=topic,
+        fields=fields(
+            ("event_id", "string"),
+            ("user.id", "string"),
+            ("amount", amount_type),
+            ("created_at", "timestamp"),
+        ),
+        event_time="created_at",
+        dedup={"key": "event_id", "time_window": "1h"},
+        bootstrap_servers=bootstrap,
+        clickhouse=ch,
+        table=table,
+        sink={"create_table": True, "order_by": ["event_id"]},
+        mapping=MAPPING,
+        checkpoint_dir=checkpoint,
+    )
 
 
 def event(i: int, amount: float | int, event_id: str | None = "") -> bytes:
@@ -159,7 +152,7 @@ def setup(broker, chdb_path, tmp_path, unique_name):
 
     def build(amount_type: str) -> Pipeline:
         return parse_pipeline(
-            pipeline_doc(
+            events_doc(
                 broker.bootstrap_servers,
                 unique_name,
                 unique_name,
@@ -302,7 +295,7 @@ def test_rows_clickhouse_refused_are_replayed_once_the_table_accepts_them(
     broker, chdb_path, tmp_path, unique_name
 ):
     """Rows refused at insert (a CHECK constraint) hold their message; replay re-inserts them."""
-    doc = pipeline_doc(
+    doc = events_doc(
         broker.bootstrap_servers,
         unique_name,
         unique_name,
@@ -384,7 +377,7 @@ def dump_rows(ch_dir: Path, queries: list[str]) -> str:
 
 def test_dlq_commands_end_to_end_without_leaking_secrets(broker, tmp_path, unique_name):
     ch_dir = tmp_path / "ch"
-    doc = pipeline_doc(
+    doc = events_doc(
         broker.bootstrap_servers,
         unique_name,
         "events",
@@ -512,7 +505,7 @@ def test_run_and_dlq_with_sasl_credentials_never_print_them(
 ):
     """The bundled broker has no SASL: the run fails to connect, and says so without the
     secret; every log record (librdkafka's included) and the dlq commands' output omit it."""
-    doc = pipeline_doc(
+    doc = events_doc(
         broker.bootstrap_servers,
         unique_name,
         unique_name,
@@ -567,7 +560,7 @@ def test_dlq_command_while_another_process_holds_embedded_clickhouse(tmp_path):
     )
     try:
         assert holder.stdout.readline().strip() == "ready"
-        doc = pipeline_doc("127.0.0.1:1", "t", "events", {"path": str(ch_dir)}, tmp_path, "int")
+        doc = events_doc("127.0.0.1:1", "t", "events", {"path": str(ch_dir)}, tmp_path, "int")
         path = tmp_path / "p.yaml"
         path.write_text(yaml.safe_dump(doc))
         proc = streamsift("dlq", "stats", str(path))

@@ -18,6 +18,7 @@ from confluent_kafka import Producer
 from test_exactly_once import Endpoint, run_cli
 from test_join import T0, M, encode, order, pipeline_doc, user
 
+from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
 from streamsift.runtime.pipeline import PipelineRunner
 
@@ -200,8 +201,6 @@ def test_a_far_future_event_does_not_hide_later_join_matches(
 
 def test_a_crash_mid_way_gives_the_same_rows_and_dead_letters(broker, tmp_path, unique_name):
     """Killed after an insert, before Spark's commit: the re-run decides exactly the same."""
-    from test_exactly_once import pipeline_doc as dedup_doc
-
     broker.create_topic(unique_name, 2)
     messages = []
     for i in range(600):
@@ -216,9 +215,14 @@ def test_a_crash_mid_way_gives_the_same_rows_and_dead_letters(broker, tmp_path, 
     produce_at(broker.bootstrap_servers, unique_name, messages)
 
     data_dir = tmp_path / "chdb"
-    doc = dedup_doc(broker, unique_name, unique_name, {"path": str(data_dir)}, tmp_path / "ckpt")
-    doc["runtime"]["max_rows_per_batch"] = 200
-    doc["sink"]["max_batch_size"] = 100
+    doc = event_doc(
+        bootstrap_servers=broker.bootstrap_servers,
+        topic=unique_name,
+        clickhouse={"path": str(data_dir)},
+        checkpoint_dir=tmp_path / "ckpt",
+        sink={"max_batch_size": 100},
+        runtime={"max_rows_per_batch": 200},
+    )
     crashed = run_cli(doc, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:3"})
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
     resumed = run_cli(doc, tmp_path)

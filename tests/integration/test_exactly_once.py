@@ -18,11 +18,12 @@ import clickhouse_connect
 import pytest
 import yaml
 
+from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
 from streamsift.embedded.clickhouse_faults import set_remote_faults
 from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
-from streamsift.loadtest.schema import EVENT_FIELDS, EVENT_MAPPING
+from streamsift.loadtest.schema import EVENT_MAPPING
 from streamsift.runtime.pipeline import PipelineRunner
 
 pytestmark = pytest.mark.integration
@@ -31,24 +32,16 @@ pytestmark = pytest.mark.integration
 def pipeline_doc(
     broker, topic: str, table: str, sink: dict, checkpoint: Path, **sink_extra
 ) -> dict:
-    return {
-        "name": table.replace("_", "-"),
-        "source": {
-            "bootstrap_servers": broker.bootstrap_servers,
-            "topic": topic,
-            "schema": {"fields": EVENT_FIELDS, "event_time": "created_at"},
-        },
-        "dedup": {"key": "event_id", "time_window": "1h"},
-        "sink": {
-            "clickhouse": sink,
-            "table": table,
-            "create_table": True,
-            "mapping": EVENT_MAPPING,
-            "max_batch_size": 500,
-            **sink_extra,
-        },
-        "runtime": {"checkpoint_dir": str(checkpoint), "max_rows_per_batch": 3_000},
-    }
+    """The generator's events, deduplicated, in batches small enough for a crash mid-run."""
+    return event_doc(
+        bootstrap_servers=broker.bootstrap_servers,
+        topic=topic,
+        table=table,
+        clickhouse=sink,
+        checkpoint_dir=checkpoint,
+        sink={"max_batch_size": 500, **sink_extra},
+        runtime={"max_rows_per_batch": 3_000},
+    )
 
 
 def run_cli(

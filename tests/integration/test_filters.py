@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.runtime.pipeline import PipelineRunner
 
@@ -81,37 +82,29 @@ def test_filters_and_computed_fields_equal_the_reference(
     messages = make_messages()
     produce_messages(unique_name, messages)
     pipeline = parse_pipeline(
-        {
-            "name": unique_name.replace("_", "-"),
-            "source": {
-                "bootstrap_servers": broker.bootstrap_servers,
-                "topic": unique_name,
-                "schema": {
-                    "fields": [
-                        {"name": "id", "type": "string"},
-                        {"name": "amount", "type": "float"},
-                        {"name": "qty", "type": "int"},
-                        {"name": "name", "type": "string"},
-                        {"name": "code", "type": "string"},
-                    ]
-                },
-            },
-            "transform": TRANSFORMS,
-            "filter": FILTER,
-            "sink": {
-                "clickhouse": {"path": str(chdb_path)},
-                "table": unique_name,
-                "create_table": True,
-                "mapping": [
-                    {"field": "id", "column": "id", "type": "String"},
-                    {"field": "total", "column": "total", "type": "Nullable(Float64)"},
-                    {"field": "unit", "column": "unit", "type": "Nullable(Float64)"},
-                    {"field": "label", "column": "label", "type": "Nullable(String)"},
-                    {"field": "code_num", "column": "code_num", "type": "Nullable(Int64)"},
-                ],
-            },
-            "runtime": {"checkpoint_dir": str(tmp_path / "ck")},
-        }
+        pipeline_doc(
+            topic=unique_name,
+            fields=fields(
+                ("id", "string"),
+                ("amount", "float"),
+                ("qty", "int"),
+                ("name", "string"),
+                ("code", "string"),
+            ),
+            transform=TRANSFORMS,
+            filter=FILTER,
+            bootstrap_servers=broker.bootstrap_servers,
+            clickhouse={"path": str(chdb_path)},
+            sink={"create_table": True},
+            mapping=mapping(
+                ("id", "id", "String"),
+                ("total", "total", "Nullable(Float64)"),
+                ("unit", "unit", "Nullable(Float64)"),
+                ("label", "label", "Nullable(String)"),
+                ("code_num", "code_num", "Nullable(Int64)"),
+            ),
+            checkpoint_dir=tmp_path / "ck",
+        )
     )
     runner = PipelineRunner(pipeline)
     result = runner.run(until_caught_up=True)

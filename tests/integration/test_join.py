@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from pipeline_docs import fields, join_doc, join_source, mapping
 from streamsift.config import parse_pipeline
 from streamsift.runtime.pipeline import PipelineRunner
 
@@ -54,40 +55,33 @@ CASES: dict[str, tuple[list[dict], list[dict], set[tuple[str, str]]]] = {
 
 
 def pipeline_doc(broker, chdb_path, tmp_path, name: str, how: str, lateness: str) -> dict:
-    return {
-        "name": f"{name}-{how}".replace("_", "-")[:90],
-        "sources": [
-            {
-                "name": "orders",
-                "bootstrap_servers": broker.bootstrap_servers,
-                "topic": f"{name}_orders",
-                "schema": {
-                    "fields": [
-                        {"name": "order_id", "type": "string"},
-                        {"name": "user_id", "type": "string"},
-                        {"name": "amount", "type": "float"},
-                        {"name": "ts", "type": "timestamp"},
-                    ],
-                    "event_time": "ts",
-                },
-                "dedup": {"key": "order_id", "time_window": "1h"},
-            },
-            {
-                "name": "users",
-                "bootstrap_servers": broker.bootstrap_servers,
-                "topic": f"{name}_users",
-                "schema": {
-                    "fields": [
-                        {"name": "user.id", "type": "string"},
-                        {"name": "user.name", "type": "string"},
-                        {"name": "ts", "type": "timestamp"},
-                    ],
-                    "event_time": "ts",
-                },
-                "dedup": {"key": ["user.id", "user.name"], "time_window": "1h"},
-            },
+    """Orders join users as the module docstring says, both sides deduplicated."""
+    return join_doc(
+        name=f"{name}-{how}".replace("_", "-")[:90],
+        sources=[
+            join_source(
+                "orders",
+                f"{name}_orders",
+                fields(
+                    ("order_id", "string"),
+                    ("user_id", "string"),
+                    ("amount", "float"),
+                    ("ts", "timestamp"),
+                ),
+                event_time="ts",
+                dedup={"key": "order_id", "time_window": "1h"},
+                bootstrap_servers=broker.bootstrap_servers,
+            ),
+            join_source(
+                "users",
+                f"{name}_users",
+                fields(("user.id", "string"), ("user.name", "string"), ("ts", "timestamp")),
+                event_time="ts",
+                dedup={"key": ["user.id", "user.name"], "time_window": "1h"},
+                bootstrap_servers=broker.bootstrap_servers,
+            ),
         ],
-        "join": {
+        join={
             "type": how,
             "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
             "right": {"source": "users", "key": "user.id", "time_window": "30m"},
@@ -99,19 +93,17 @@ def pipeline_doc(broker, chdb_path, tmp_path, name: str, how: str, lateness: str
             ],
             "allowed_lateness": lateness,
         },
-        "sink": {
-            "clickhouse": {"path": str(chdb_path)},
-            "table": f"{name}_{how}",
-            "create_table": True,
-            "mapping": [
-                {"field": "order_id", "column": "order_id", "type": "String"},
-                {"field": "amount", "column": "amount", "type": "Float64"},
-                {"field": "name", "column": "name", "type": "Nullable(String)"},
-                {"field": "order_ts", "column": "order_ts", "type": "DateTime64(3, 'UTC')"},
-            ],
-        },
-        "runtime": {"checkpoint_dir": str(tmp_path / how)},
-    }
+        clickhouse={"path": str(chdb_path)},
+        table=f"{name}_{how}",
+        sink={"create_table": True},
+        mapping=mapping(
+            ("order_id", "order_id", "String"),
+            ("amount", "amount", "Float64"),
+            ("name", "name", "Nullable(String)"),
+            ("order_ts", "order_ts", "DateTime64(3, 'UTC')"),
+        ),
+        checkpoint_dir=tmp_path / how,
+    )
 
 
 def encode(docs: list[dict], key: str) -> list[tuple[bytes, bytes]]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from streamsift.bench.common import JOIN_MAPPING, JOIN_TABLE, verify_join
+from streamsift.bench.measures import drain_rates
 from streamsift.bench.report import markdown, ratios, targets
-from streamsift.bench.runner import drain_rates
 from streamsift.bench.worker import batch_summary, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.models import JoinType

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import (
     CHType,
     ConfigError,
@@ -22,34 +23,26 @@ from streamsift.config import (
 )
 from streamsift.config.types import check_compatible, parse_field_type
 
-BASE: dict[str, Any] = {
-    "version": 1,
-    "name": "users-dedup",
-    "source": {
-        "bootstrap_servers": "127.0.0.1:9092",
-        "topic": "users",
-        "schema": {
-            "fields": [
-                {"name": "event_id", "type": "string"},
-                {"name": "user.id", "type": "string"},
-                {"name": "active", "type": "bool"},
-                {"name": "created_at", "type": "timestamp"},
-            ],
-            "event_time": "created_at",
-        },
-    },
-    "dedup": {"key": "event_id", "time_window": "1h"},
-    "sink": {
-        "clickhouse": {"path": ".streamsift/clickhouse"},
-        "table": "users",
-        "mapping": [
-            {"field": "event_id", "column": "event_id", "type": "UUID"},
-            {"field": "user.id", "column": "user_id", "type": "String"},
-            {"field": "active", "column": "active", "type": "Bool"},
-            {"field": "created_at", "column": "created_at", "type": "DateTime64(3)"},
-        ],
-    },
-}
+BASE: dict[str, Any] = pipeline_doc(
+    version=1,
+    name="users-dedup",
+    topic="users",
+    fields=fields(
+        ("event_id", "string"),
+        ("user.id", "string"),
+        ("active", "bool"),
+        ("created_at", "timestamp"),
+    ),
+    event_time="created_at",
+    dedup={"key": "event_id", "time_window": "1h"},
+    clickhouse={"path": ".streamsift/clickhouse"},
+    mapping=mapping(
+        ("event_id", "event_id", "UUID"),
+        ("user.id", "user_id", "String"),
+        ("active", "active", "Bool"),
+        ("created_at", "created_at", "DateTime64(3)"),
+    ),
+)
 
 DELETE = object()
 

@@ -8,48 +8,38 @@ from typing import Any
 
 import pytest
 
+from pipeline_docs import fields, join_doc, join_source, mapping, pipeline_doc
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.models import DedupMode, JoinType
 
-SINGLE: dict[str, Any] = {
-    "name": "p1",
-    "source": {
-        "bootstrap_servers": "k:9092",
-        "topic": "orders",
-        "schema": {
-            "fields": [
-                {"name": "id", "type": "string"},
-                {"name": "amount", "type": "float"},
-                {"name": "qty", "type": "int"},
-                {"name": "name", "type": "string"},
-                {"name": "updated", "type": "timestamp"},
-            ]
-        },
-    },
-    "sink": {
-        "clickhouse": {"path": "/tmp/x"},
-        "table": "t",
-        "mapping": [{"field": "id", "column": "id", "type": "String"}],
-    },
-}
+SINGLE: dict[str, Any] = pipeline_doc(
+    name="p1",
+    bootstrap_servers="k:9092",
+    topic="orders",
+    fields=fields(
+        ("id", "string"),
+        ("amount", "float"),
+        ("qty", "int"),
+        ("name", "string"),
+        ("updated", "timestamp"),
+    ),
+    clickhouse={"path": "/tmp/x"},
+    table="t",
+    mapping=mapping(("id", "id", "String")),
+)
 
 
-def source(name: str, topic: str, fields: list[tuple[str, str]]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "bootstrap_servers": "k:9092",
-        "topic": topic,
-        "schema": {"fields": [{"name": n, "type": t} for n, t in fields]},
-    }
+def source(name: str, topic: str, entries: list[tuple[str, str]]) -> dict[str, Any]:
+    return join_source(name, topic, fields(*entries), bootstrap_servers="k:9092")
 
 
-JOINED: dict[str, Any] = {
-    "name": "j1",
-    "sources": [
+JOINED: dict[str, Any] = join_doc(
+    name="j1",
+    sources=[
         source("orders", "o", [("order_id", "string"), ("user_id", "string"), ("n", "int")]),
         source("users", "u", [("user.id", "string"), ("user.name", "string"), ("n", "float")]),
     ],
-    "join": {
+    join={
         "type": "left",
         "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
         "right": {"source": "users", "key": "user.id", "time_window": "30m"},
@@ -58,15 +48,10 @@ JOINED: dict[str, Any] = {
             {"from": "right", "field": "user.name", "as": "name"},
         ],
     },
-    "sink": {
-        "clickhouse": {"path": "/tmp/x"},
-        "table": "t",
-        "mapping": [
-            {"field": "order_id", "column": "order_id", "type": "String"},
-            {"field": "name", "column": "name", "type": "Nullable(String)"},
-        ],
-    },
-}
+    clickhouse={"path": "/tmp/x"},
+    table="t",
+    mapping=mapping(("order_id", "order_id", "String"), ("name", "name", "Nullable(String)")),
+)
 
 
 def edit(base: dict[str, Any], **changes: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline_docs import pipeline_doc
 from streamsift.config import ConfigError, load_pipeline, parse_pipeline
 from streamsift.config.loader import MAX_DOCUMENT_BYTES
 
@@ -14,24 +15,18 @@ from streamsift.config.loader import MAX_DOCUMENT_BYTES
 def wide_doc(n_fields: int, topic: str = "events") -> dict:
     fields = [{"name": "id", "type": "string"}]
     fields += [{"name": f"group{i % 100}.f{i}", "type": "int"} for i in range(n_fields)]
-    return {
-        "name": "wide",
-        "source": {
-            "bootstrap_servers": "127.0.0.1:9092",
-            "topic": topic,
-            "schema": {"fields": fields},
-        },
-        "dedup": {"key": "id", "time_window": "1h"},
-        "sink": {
-            "clickhouse": {"path": "/tmp/unused"},
-            "table": "wide",
-            "mapping": [
-                {"field": f["name"], "column": f["name"].replace(".", "_"), "type": "Int64"}
-                for f in fields[1:]
-            ]
-            + [{"field": "id", "column": "id", "type": "String"}],
-        },
-    }
+    return pipeline_doc(
+        name="wide",
+        topic=topic,
+        fields=fields,
+        dedup={"key": "id", "time_window": "1h"},
+        table="wide",
+        mapping=[
+            {"field": f["name"], "column": f["name"].replace(".", "_"), "type": "Int64"}
+            for f in fields[1:]
+        ]
+        + [{"field": "id", "column": "id", "type": "String"}],
+    )
 
 
 @pytest.mark.timeout(120)

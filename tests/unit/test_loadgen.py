@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from streamsift.bench.common import interpolate, verify
+from streamsift.bench.measures import drain_rates, judge_step, memory_flatness, sustained_rate
 from streamsift.bench.report import markdown, ratios, targets
-from streamsift.bench.runner import drain_rates, judge_step, memory_flatness, sustained_rate
 from streamsift.loadtest.loadgen import (
     LATE_USER_PREFIX,
     JoinLoadSpec,

@@ -10,35 +10,21 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.types import FieldType
 from streamsift.transforms.dedup import PartitionDedup
 from streamsift.transforms.parse import FieldSpec, JsonParser
 
-VALID = {
-    "name": "props",
-    "source": {
-        "bootstrap_servers": "127.0.0.1:9092",
-        "topic": "t",
-        "schema": {
-            "fields": [
-                {"name": "id", "type": "string"},
-                {"name": "user.id", "type": "int"},
-                {"name": "ts", "type": "timestamp"},
-            ],
-            "event_time": "ts",
-        },
-    },
-    "dedup": {"key": "id", "time_window": "1h"},
-    "sink": {
-        "clickhouse": {"path": "/tmp/x"},
-        "table": "t",
-        "mapping": [
-            {"field": "id", "column": "id", "type": "String"},
-            {"field": "user.id", "column": "uid", "type": "Int64"},
-        ],
-    },
-}
+VALID = pipeline_doc(
+    name="props",
+    topic="t",
+    fields=fields(("id", "string"), ("user.id", "int"), ("ts", "timestamp")),
+    event_time="ts",
+    dedup={"key": "id", "time_window": "1h"},
+    clickhouse={"path": "/tmp/x"},
+    mapping=mapping(("id", "id", "String"), ("user.id", "uid", "Int64")),
+)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pipeline_docs import fields, join_doc, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.runtime.replay import Replayer, ReplayUnsupported
 from streamsift.sinks.dlq_store import DeadLetter
@@ -16,33 +17,20 @@ T = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
 
 
 def doc(**extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "orders",
-        "source": {
-            "bootstrap_servers": "127.0.0.1:9092",
-            "topic": "orders",
-            "schema": {
-                "fields": [
-                    {"name": "id", "type": "string"},
-                    {"name": "user.id", "type": "string"},
-                    {"name": "amount", "type": "float"},
-                ]
-            },
-        },
-        "dedup": {"key": "id", "time_window": "1h"},
-        "sink": {
-            "clickhouse": {"path": "/tmp/replay-unit-unused"},
-            "table": "orders",
-            "mapping": [
-                {"field": "id", "column": "id", "type": "String"},
-                {"field": "user.id", "column": "user_id", "type": "String"},
-                {"field": "amount", "column": "amount", "type": "Float64"},
-                {"field": "_kafka.offset", "column": "src_offset", "type": "Int64"},
-            ],
-        },
-    }
-    base.update(extra)
-    return base
+    return pipeline_doc(
+        name="orders",
+        topic="orders",
+        fields=fields(("id", "string"), ("user.id", "string"), ("amount", "float")),
+        dedup={"key": "id", "time_window": "1h"},
+        clickhouse={"path": "/tmp/replay-unit-unused"},
+        mapping=mapping(
+            ("id", "id", "String"),
+            ("user.id", "user_id", "String"),
+            ("amount", "amount", "Float64"),
+            ("_kafka.offset", "src_offset", "Int64"),
+        ),
+        **extra,
+    )
 
 
 def letter(offset: int, payload: bytes, origin: str = "parse") -> DeadLetter:
@@ -125,23 +113,18 @@ def test_joined_pipelines_are_refused():
     left = doc()["source"]
     right = dict(left, topic="users", name="users")
     pipeline = parse_pipeline(
-        {
-            "name": "joined",
-            "sources": [dict(left, name="orders"), right],
-            "join": {
+        join_doc(
+            name="joined",
+            sources=[dict(left, name="orders"), right],
+            join={
                 "left": {"source": "orders", "key": "user.id", "time_window": "1h"},
                 "right": {"source": "users", "key": "user.id", "time_window": "1h"},
                 "output": [{"from": "left", "field": "id"}, {"from": "right", "field": "amount"}],
             },
-            "sink": {
-                "clickhouse": {"path": "/tmp/replay-unit-unused"},
-                "table": "joined",
-                "mapping": [
-                    {"field": "id", "column": "id", "type": "String"},
-                    {"field": "amount", "column": "amount", "type": "Float64"},
-                ],
-            },
-        }
+            clickhouse={"path": "/tmp/replay-unit-unused"},
+            table="joined",
+            mapping=mapping(("id", "id", "String"), ("amount", "amount", "Float64")),
+        )
     )
     with pytest.raises(ReplayUnsupported, match="joins two sources"):
         Replayer(pipeline)

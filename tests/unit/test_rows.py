@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
 
+from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.models import Schema
 from streamsift.config.rows import (
@@ -22,19 +23,12 @@ from streamsift.config.rows import (
 from streamsift.runtime.processor import SourceProcessor
 from streamsift.sources.kafka import KafkaRecords
 
-DOC: dict[str, Any] = {
-    "name": "rows",
-    "source": {
-        "bootstrap_servers": "127.0.0.1:9092",
-        "topic": "events",
-        "schema": {"fields": [{"name": "id", "type": "string"}]},
-    },
-    "sink": {
-        "clickhouse": {"path": "ch"},
-        "table": "events",
-        "mapping": [{"field": "id", "column": "id", "type": "String"}],
-    },
-}
+DOC: dict[str, Any] = pipeline_doc(
+    name="rows",
+    fields=fields(("id", "string")),
+    clickhouse={"path": "ch"},
+    mapping=mapping(("id", "id", "String")),
+)
 
 
 def with_field(name: str) -> dict[str, Any]:

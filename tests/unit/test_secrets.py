@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.rows import OUTPUT_COLUMNS
 from streamsift.embedded.broker import free_port
@@ -34,33 +35,22 @@ FAST_RETRY = RetryPolicy(initial_s=0.01, max_s=0.01, give_up_after_s=0.2)
 
 def pipeline(clickhouse: dict[str, Any] | None = None):
     return parse_pipeline(
-        {
-            "name": "secretive",
-            "source": {
-                "bootstrap_servers": "kafka.example:9092",
-                "topic": "events",
+        pipeline_doc(
+            name="secretive",
+            bootstrap_servers="kafka.example:9092",
+            topic="events",
+            source={
                 "security": {
                     "protocol": "SASL_SSL",
                     "mechanism": "SCRAM-SHA-512",
                     "username": "svc",
                     "password": SASL_SECRET,
-                },
-                "schema": {
-                    "fields": [
-                        {"name": "event_id", "type": "string"},
-                        {"name": "amount", "type": "float"},
-                    ]
-                },
+                }
             },
-            "sink": {
-                "clickhouse": clickhouse or {"path": "/tmp/unused", "password": CH_SECRET},
-                "table": "events",
-                "mapping": [
-                    {"field": "event_id", "column": "event_id", "type": "String"},
-                    {"field": "amount", "column": "amount", "type": "Float64"},
-                ],
-            },
-        }
+            fields=fields(("event_id", "string"), ("amount", "float")),
+            clickhouse=clickhouse or {"path": "/tmp/unused", "password": CH_SECRET},
+            mapping=mapping(("event_id", "event_id", "String"), ("amount", "amount", "Float64")),
+        )
     )
 
 

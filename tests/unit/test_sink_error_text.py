@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.runtime.batch_writer import pipeline_secrets, sink_error_class
 from streamsift.sinks.clickhouse.error_text import row_error
@@ -59,11 +60,10 @@ def test_secrets_are_masked_and_the_line_is_bounded():
 
 def test_the_pipeline_passwords_are_the_secrets_masked():
     pipeline = parse_pipeline(
-        {
-            "name": "orders",
-            "source": {
-                "bootstrap_servers": "127.0.0.1:9092",
-                "topic": "orders",
+        pipeline_doc(
+            name="orders",
+            topic="orders",
+            source={
                 "security": {
                     "protocol": "SASL_PLAINTEXT",
                     "mechanism": "PLAIN",
@@ -71,13 +71,10 @@ def test_the_pipeline_passwords_are_the_secrets_masked():
                     "password": "kafka-pw",
                 },
                 "properties": {"ssl.key.password": "key-pw"},
-                "schema": {"fields": [{"name": "id", "type": "string"}]},
             },
-            "sink": {
-                "clickhouse": {"host": "ch.example", "password": "ch-pw"},
-                "table": "orders",
-                "mapping": [{"field": "id", "column": "id", "type": "String"}],
-            },
-        }
+            fields=fields(("id", "string")),
+            clickhouse={"host": "ch.example", "password": "ch-pw"},
+            mapping=mapping(("id", "id", "String")),
+        )
     )
     assert sorted(pipeline_secrets(pipeline)) == ["ch-pw", "kafka-pw", "key-pw"]

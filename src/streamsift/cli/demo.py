@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -16,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streamsift.cli.output import StatusLine
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
 from streamsift.embedded.broker import Broker
 from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
 from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.runtime.signals import StopFlag
+from streamsift.runtime.signals import StopFlag, install_stop_handlers
 
 DEMO_FIELDS = (
     ("event_id", "string", "event_id", "UUID"),
@@ -161,3 +163,57 @@ def print_report(
     else:
         print("\n".join(lines(report)))
     sys.stdout.flush()
+
+
+def run_demo_command(
+    intro: str,
+    run: Callable[[StatusLine | None, StopFlag], dict[str, Any] | None],
+    lines: Callable[[dict[str, Any]], list[str]],
+    as_json: bool,
+    stopped_line: str,
+) -> int:
+    """What `demo` and `demo --join` share once their arguments are checked: say what runs,
+    run it under the stop signals of `run` (Ctrl-C/SIGTERM: finish the micro-batch in
+    flight, exit 0; a second one aborts), print the report. `run(progress, stop)` returns the
+    report, or None when a stop left nothing to compare (then `stopped_line` is printed).
+    The handlers before are put back afterwards (the demo may run inside another program)."""
+    if not as_json:
+        print(intro, file=sys.stderr)
+    status = StatusLine()
+    stop = StopFlag()
+    handlers_before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    install_stop_handlers(stop.set)
+    try:
+        report = run(None if as_json else status, stop)
+    finally:
+        status.close()
+        for sig, handler in handlers_before.items():
+            if handler is not None:  # None: installed outside Python, cannot be put back
+                signal.signal(sig, handler)
+    if report is None:
+        print(stopped_line, file=sys.stderr)
+        return 0
+    print_report(report, as_json, lines)
+    return 0 if report["ok"] else 1
+
+
+def cmd_demo_dedup(args: Any) -> int:
+    """`streamsift demo` (arguments checked by `cli.main.cmd_demo`)."""
+    options = DemoOptions(
+        events=args.events,
+        duplicates=args.duplicates,
+        keys=args.keys,
+        partitions=args.partitions,
+        seed=args.seed,
+        data_dir=args.data_dir,
+        verbose=args.verbose,
+    )
+    return run_demo_command(
+        f"streamsift demo: {args.events:,} events ({args.duplicates:.0%} duplicates over "
+        f"{args.keys:,} keys) -> {args.partitions}-partition topic on the bundled broker -> "
+        "dedup (1h window) -> embedded ClickHouse",
+        lambda progress, stop: run_demo(options, progress=progress, stop=stop),
+        report_lines,
+        args.json,
+        stopped_line="demo stopped before it read every event: nothing to compare",
+    )

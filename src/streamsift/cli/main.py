@@ -12,12 +12,7 @@ from streamsift.cli import bench, chaos, dlq, errors, loadgen, serve
 from streamsift.cli.output import StatusLine, fail, setup_logging
 from streamsift.config import load_pipeline, read_document
 from streamsift.errors import StreamsiftError
-from streamsift.runtime.signals import (
-    ABORT_EXIT_CODE,
-    AbortRequested,
-    StopFlag,
-    install_stop_handlers,
-)
+from streamsift.runtime.signals import ABORT_EXIT_CODE, AbortRequested, install_stop_handlers
 
 PIPELINE_FILE_HELP = "pipeline file: streamsift YAML/JSON, or GlassFlow pipeline JSON (v1-v3)"
 DUPLICATES_RANGE = "from 0 up to, not including, 1"
@@ -167,49 +162,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """`streamsift demo [--join]`: both demos take the same arguments, checked here."""
+    if args.join_type is not None and not args.join:
+        return fail("--join-type goes with --join", code=2)
+    if not 0 <= args.duplicates < 1:
+        return fail(f"--duplicates must be a share {DUPLICATES_RANGE}, e.g. 0.2", code=2)
+    if args.events <= 0 or args.keys <= 0 or args.partitions <= 0:
+        return fail("--events, --keys and --partitions must be positive", code=2)
     if args.join:
         from streamsift.cli.demo_join import cmd_demo_join
 
         return cmd_demo_join(args)
-    if args.join_type is not None:
-        return fail("--join-type goes with --join", code=2)
-    from streamsift.cli.demo import DemoOptions, print_report, run_demo
+    from streamsift.cli.demo import cmd_demo_dedup
 
-    if not 0 <= args.duplicates < 1:
-        return fail(f"--duplicates must be a share {DUPLICATES_RANGE}, e.g. 0.2", code=2)
-    if args.events <= 0 or args.partitions <= 0:
-        return fail("--events and --partitions must be positive", code=2)
-    if not args.json:
-        print(
-            f"streamsift demo: {args.events:,} events ({args.duplicates:.0%} duplicates over "
-            f"{args.keys:,} keys) -> {args.partitions}-partition topic on the bundled broker -> "
-            "dedup (1h window) -> embedded ClickHouse",
-            file=sys.stderr,
-        )
-    status = StatusLine()
-    stop = StopFlag()
-    install_stop_handlers(stop.set)
-    try:
-        report = run_demo(
-            DemoOptions(
-                events=args.events,
-                duplicates=args.duplicates,
-                keys=args.keys,
-                partitions=args.partitions,
-                seed=args.seed,
-                data_dir=args.data_dir,
-                verbose=args.verbose,
-            ),
-            progress=None if args.json else status,
-            stop=stop,
-        )
-    finally:
-        status.close()
-    if report is None:
-        print("demo stopped before it read every event: nothing to compare", file=sys.stderr)
-        return 0
-    print_report(report, args.json)
-    return 0 if report["ok"] else 1
+    return cmd_demo_dedup(args)
 
 
 if __name__ == "__main__":
