@@ -63,3 +63,15 @@ def test_other_errors_print_a_line_and_a_hint(capsys: pytest.CaptureFixture) -> 
     assert capsys.readouterr().err == (
         f"error: Kafka at 127.0.0.1:1 did not answer\nhint: {RESUME_HINT}\n"
     )
+
+
+def test_the_fault_hook_is_read_once_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamsift.runtime.faults import KillAfterInserts, fault_from_environment
+
+    monkeypatch.delenv("STREAMSIFT_FAULT", raising=False)
+    assert fault_from_environment(driver_pid=1) is None
+    monkeypatch.setenv("STREAMSIFT_FAULT", "kill_after_insert:3")
+    assert fault_from_environment(driver_pid=7) == KillAfterInserts(3, 7)
+    monkeypatch.setenv("STREAMSIFT_FAULT", "kill_after_inserts:3")
+    with pytest.raises(RuntimeConfigError, match="not a fault this build knows"):
+        fault_from_environment(driver_pid=7)

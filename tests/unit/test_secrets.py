@@ -5,7 +5,6 @@ that need them and nothing else: not reprs, not error messages, not dead-letter 
 
 from __future__ import annotations
 
-import os
 import threading
 import traceback
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -198,7 +197,7 @@ def test_dead_letter_rows_hold_record_data_and_no_configuration():
     def kafka(_pipeline, positions):  # the refused row's message, as Kafka holds it
         return {(t, p, o): Message(b"k", raw[o], 0) for t, p, o in positions}
 
-    batch_writer = BatchWriter(p, capture, driver_pid=os.getpid(), read_originals=kafka)  # type: ignore[arg-type]
+    batch_writer = BatchWriter(p, capture, read_originals=kafka)  # type: ignore[arg-type]
     counts = batch_writer.write(frame, "q", 0, "driver")
     assert (counts.written, counts.dlq) == (1, 3)  # two parse failures, one refused row
     dlq = pa.concat_tables(capture.inserted[p.dlq_table])

@@ -13,8 +13,6 @@ with their original message (payload and key), read back from Kafka by the row's
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -34,9 +32,7 @@ from streamsift.transforms.parse import is_required_field_error
 
 log = logging.getLogger("streamsift.runtime")
 
-FAULT_ENV = "STREAMSIFT_FAULT"  # "kill_after_insert:K": SIGKILL the pipeline after K inserts
 SORT_KEY = [(c, "ascending") for c in OUTPUT_SORT_KEY]  # unique per row, never null
-_inserts_in_process = 0
 
 
 @dataclass(frozen=True)
@@ -69,12 +65,13 @@ class BatchWriter:
 
     `read_originals` reads refused rows' messages back from Kafka (a module-level function, so
     that it pickles; the pipeline it gets holds the source's settings, secrets included).
+    `after_insert`, for crash tests, is called after each insert (runtime/faults.py).
     """
 
     pipeline: Pipeline
     writer: ClickHouseWriter
-    driver_pid: int
     read_originals: MessageReader = read_back
+    after_insert: Callable[[], None] | None = None
 
     def write(self, data: pa.Table, query_id: str, batch_id: int, part: str) -> BatchCounts:
         if data.num_rows == 0:
@@ -186,16 +183,8 @@ class BatchWriter:
             yield json.dumps(record, default=str).encode()
 
     def _fault_point(self) -> None:
-        """Die like kill -9 after the K-th insert when the fault-injection variable says so."""
-        global _inserts_in_process
-        spec = os.environ.get(FAULT_ENV, "")
-        if not spec.startswith("kill_after_insert:"):
-            return
-        _inserts_in_process += 1
-        if _inserts_in_process >= int(spec.split(":", 1)[1]):
-            log.error("fault injection: killing the pipeline after %d inserts", _inserts_in_process)
-            os.kill(self.driver_pid, signal.SIGKILL)
-            os._exit(137)
+        if self.after_insert is not None:
+            self.after_insert()
 
 
 def error_class(message: str | None, stage: str | None = "parse") -> str:

@@ -29,6 +29,7 @@ from pyspark.errors import StreamingQueryException
 from streamsift.config.models import Pipeline
 from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchCounts, BatchWriter
 from streamsift.runtime.errors import PipelineFailed
+from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats
 from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.session import STATE_STORE_CONF, STATE_STORE_PROVIDERS, spark_session
@@ -88,7 +89,9 @@ class PipelineRunner:
             stop=self._stop,
             connect_timeout_s=min(10.0, max(1.0, pipeline.sink.connect_timeout.total_seconds())),
         )
-        self.batch_writer = BatchWriter(pipeline, self.writer, driver_pid=os.getpid())
+        self.batch_writer = BatchWriter(
+            pipeline, self.writer, after_insert=fault_from_environment(driver_pid=os.getpid())
+        )
         self._query_id: str | None = None
 
     def wait_for_sink(self) -> None:
