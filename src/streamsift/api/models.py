@@ -17,6 +17,7 @@ from streamsift.config.models import (
     SchemaField,
     check_topic_name,
 )
+from streamsift.config.source import check_bootstrap_servers
 from streamsift.config.types import FieldType, parse_field_type
 
 MAX_SAMPLES = 100
@@ -35,23 +36,7 @@ class ErrorBody(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-def _servers(value: object) -> object:
-    """`host:port[,host:port...]` or a list of them, checked like a source's."""
-    if isinstance(value, (list, tuple)):
-        value = ",".join(str(s).strip() for s in value)
-    if isinstance(value, str):
-        hosts = [h.strip() for h in value.split(",") if h.strip()]
-        if not hosts:
-            raise ValueError("at least one broker address host:port is required")
-        for h in hosts:
-            host, _, port = h.rpartition(":")
-            if not host or not port.isdigit():
-                raise ValueError(f"{h!r} is not host:port")
-        return ",".join(hosts)
-    return value
-
-
-Servers = Annotated[str, BeforeValidator(_servers)]
+Servers = Annotated[str, BeforeValidator(check_bootstrap_servers)]
 
 
 # ---------------------------------------------------------------------------- Kafka

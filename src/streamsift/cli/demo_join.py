@@ -38,7 +38,7 @@ from streamsift.loadtest.join_events import (
     join_pipeline,
     reference_rows,
 )
-from streamsift.runtime.progress import RunStats
+from streamsift.runtime.progress import RunStats, offsets
 from streamsift.runtime.signals import StopFlag
 
 # ---------------------------------------------------------------------------- the run
@@ -58,8 +58,8 @@ class SideStats(RunStats):
         if self.batches == before:  # a batch already counted, or an empty report
             return
         for src in p.get("sources") or []:
-            start = _offsets(src.get("startOffset")) or self.initial_offsets
-            end = _offsets(src.get("endOffset"))
+            start = offsets(src.get("startOffset")) or self.initial_offsets
+            end = offsets(src.get("endOffset"))
             topics = {key.rpartition("/")[0] for key in end}
             for key, value in end.items():
                 topic = key.rpartition("/")[0]
@@ -72,15 +72,6 @@ class SideStats(RunStats):
 
     def duplicates_of(self, topic: str) -> int:
         return self.read_by_topic.get(topic, 0) - self.rows_by_topic.get(topic, 0)
-
-
-def _offsets(value: Any) -> dict[str, int]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            return {}
-    return {k: int(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,22 @@ def check_topic_name(name: str) -> str:
     return name
 
 
+def check_bootstrap_servers(value: object) -> object:
+    """`host:port[,host:port...]` or a list of them, as one comma-separated string."""
+    if isinstance(value, (list, tuple)):
+        value = ",".join(str(s).strip() for s in value)
+    if isinstance(value, str):
+        hosts = [h.strip() for h in value.split(",") if h.strip()]
+        if not hosts:
+            raise ValueError("at least one broker address host:port is required")
+        for h in hosts:
+            host, _, port = h.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"{h!r} is not host:port")
+        return ",".join(hosts)
+    return value
+
+
 class SchemaField(ConfigModel):
     """One payload field: a dot path into the JSON (`user.id`) and its type."""
 
@@ -223,18 +239,7 @@ class KafkaSource(ConfigModel):
     @field_validator("bootstrap_servers", mode="before")
     @classmethod
     def _servers(cls, v: object) -> object:
-        if isinstance(v, (list, tuple)):
-            v = ",".join(str(s).strip() for s in v)
-        if isinstance(v, str):
-            hosts = [h.strip() for h in v.split(",") if h.strip()]
-            if not hosts:
-                raise ValueError("at least one broker address host:port is required")
-            for h in hosts:
-                host, _, port = h.rpartition(":")
-                if not host or not port.isdigit():
-                    raise ValueError(f"{h!r} is not host:port")
-            return ",".join(hosts)
-        return v
+        return check_bootstrap_servers(v)
 
     @field_validator("topic")
     @classmethod

@@ -55,8 +55,8 @@ class RunStats:
         sources = p.get("sources") or []
         with self._lock:
             if sources:
-                end = _offsets(sources[0].get("endOffset"))
-                latest = _offsets(sources[0].get("latestOffset")) or end
+                end = offsets(sources[0].get("endOffset"))
+                latest = offsets(sources[0].get("latestOffset")) or end
                 if latest and end:
                     self.lag = sum(max(0, latest[k] - end.get(k, 0)) for k in latest)
             if (
@@ -72,8 +72,8 @@ class RunStats:
             for src in sources:
                 # Counted from where this run started to the furthest end seen, so a report
                 # that was missed or that restates an earlier batch cannot skew the total.
-                start = _offsets(src.get("startOffset")) or self.initial_offsets
-                for key, value in _offsets(src.get("endOffset")).items():
+                start = offsets(src.get("startOffset")) or self.initial_offsets
+                for key, value in offsets(src.get("endOffset")).items():
                     self._base.setdefault(key, start.get(key, value))
                     self._ends[key] = max(self._ends.get(key, value), value)
             self.read = sum(self._ends[k] - self._base[k] for k in self._ends)
@@ -110,7 +110,8 @@ class RunStats:
         return text + (f" | {self.status}" if self.status else "")
 
 
-def _offsets(value: Any) -> dict[str, int]:
+def offsets(value: Any) -> dict[str, int]:
+    """A progress report's offsets (`{"topic/partition": n}`, as JSON text or a dict)."""
     if value is None:
         return {}
     if isinstance(value, str):

@@ -27,6 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from streamsift.runtime.progress import offsets
+
 STATUS_FILE = "status.json"
 STATUS_EVERY_S = 1.0
 EXIT_FAILED = 1
@@ -102,25 +104,10 @@ def lag_by_partition(progress: dict[str, Any]) -> dict[str, int]:
     """Messages not yet read, per `topic/partition`, from one progress report."""
     lag: dict[str, int] = {}
     for source in progress.get("sources") or []:
-        latest, end = _offsets(source.get("latestOffset")), _offsets(source.get("endOffset"))
+        latest, end = offsets(source.get("latestOffset")), offsets(source.get("endOffset"))
         for key, value in latest.items():
             lag[key] = max(0, value - end.get(key, value))
     return lag
-
-
-def _offsets(value: Any) -> dict[str, int]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            return {}
-    if not isinstance(value, dict):
-        return {}
-    return {
-        k: int(v)
-        for k, v in value.items()
-        if isinstance(v, (int, str)) and str(v).lstrip("-").isdigit()
-    }
 
 
 def run(directory: Path, document: dict[str, Any], driver_inserts: bool) -> int:
