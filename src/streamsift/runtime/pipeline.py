@@ -28,6 +28,7 @@ from pyspark.errors import StreamingQueryException
 
 from streamsift.config.models import Pipeline
 from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchCounts, BatchWriter
+from streamsift.runtime.checkpoint import clear_interrupted_writes, has_batches
 from streamsift.runtime.errors import PipelineFailed
 from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats
@@ -145,7 +146,8 @@ class PipelineRunner:
     def _build_query(self, spark: Any, until_caught_up: bool) -> Any:
         # set for every query: one session may run pipelines with different choices
         spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[self.pipeline.runtime.state_store])
-        new_query = not (self.checkpoint / "spark" / "offsets").exists()
+        clear_interrupted_writes(self.checkpoint / "spark")
+        new_query = not has_batches(self.checkpoint / "spark")
         plan = build_stream(spark, self.pipeline, self.checkpoint, new_query)
         self.stats.initial_offsets = plan.initial_offsets
         writer = (
