@@ -10,17 +10,14 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 import yaml
-from fastapi import FastAPI
 
+from api_server import ServerThread
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
@@ -40,35 +37,12 @@ TOKEN = "t0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-class ServerThread:
-    """A uvicorn server for `create_app(settings)` in a thread, on a free loopback port."""
-
-    def __init__(self, settings: ServiceSettings, app: FastAPI | None = None) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        app = app or create_app(settings)
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-        self.sock.close()
-
-
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("api") / "data"
-    with ServerThread(ServiceSettings(token=TOKEN, probe_timeout_s=3, data_dir=data_dir)) as server:
+    with ServerThread(
+        create_app(ServiceSettings(token=TOKEN, probe_timeout_s=3, data_dir=data_dir))
+    ) as server:
         yield server.url
 
 
@@ -129,7 +103,7 @@ def test_health_is_open_and_the_rest_needs_the_token(api: str) -> None:
 
 def test_without_a_token_every_route_is_open(tmp_path: Path) -> None:
     settings = ServiceSettings(data_dir=tmp_path / "data")
-    with ServerThread(settings) as server, httpx.Client(base_url=server.url) as client:
+    with ServerThread(create_app(settings)) as server, httpx.Client(base_url=server.url) as client:
         assert client.get("/openapi.json").status_code == 200
         ok = client.post(
             "/api/v1/expressions/validate",
@@ -174,7 +148,7 @@ def test_each_kind_of_error_has_its_status_and_the_one_shape(
     def fail(what: str) -> None:
         raise raised[what]
 
-    with ServerThread(settings, app) as server, httpx.Client(base_url=server.url) as c:
+    with ServerThread(app) as server, httpx.Client(base_url=server.url) as c:
         body = assert_error(c.get("/raise/config"), 422, "unprocessable_entity", "2 problems")
         assert body["details"] == {"problems": ["a.b: wrong", "c: missing"]}
         assert_error(c.get("/raise/missing"), 404, "not_found", "no pipeline 'p'")
@@ -572,7 +546,9 @@ def test_streamsift_serve_starts_answers_and_stops_on_sigterm(tmp_path: Path) ->
 @pytest.fixture(scope="module")
 def open_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("open-api") / "data"
-    with ServerThread(ServiceSettings(probe_timeout_s=0.5, data_dir=data_dir)) as server:
+    with ServerThread(
+        create_app(ServiceSettings(probe_timeout_s=0.5, data_dir=data_dir))
+    ) as server:
         yield server.url
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,9 +19,9 @@ from typing import Any
 import clickhouse_connect
 import httpx
 import pytest
-import uvicorn
 from confluent_kafka import Producer
 
+from api_server import ServerThread
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
@@ -34,29 +32,6 @@ pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
 TIMEOUT_S = 240
 CH_PASSWORD = "gf-ch-secret-7Qx"
-
-
-class ServerThread:
-    """uvicorn serving `app` in a thread, on a free loopback port."""
-
-    def __init__(self, app: Any) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-        self.sock.close()
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = TIMEOUT_S) -> None:
