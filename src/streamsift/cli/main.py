@@ -184,7 +184,7 @@ def otlp_receiver(stack: contextlib.ExitStack, pipeline: Pipeline, data_dir: Pat
             "to keep them)",
             file=sys.stderr,
         )
-    receiver = stack.enter_context(receiver_for_run(pipeline))
+    receiver = stack.enter_context(receiver_for_run(pipeline, data_dir))
     assert receiver is not None
     print(
         f"OTLP receiver for {src.signal.value}: "

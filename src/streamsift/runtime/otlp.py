@@ -9,12 +9,14 @@ on the source's `receiver` settings; `streamsift serve` runs one for all its OTL
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -109,20 +111,28 @@ class OtlpReceiver:
         log.info("OTLP receiver: http %s, grpc %s", self.http_port, self.grpc_port)
         return self
 
-    def add(self, pipeline_id: str, pipeline: Pipeline) -> Route:
-        """Route `pipeline_id`'s OTLP requests into its topic (creating it if missing)."""
+    def add(self, pipeline_id: str, pipeline: Pipeline, checkpoint: Path) -> Route:
+        """Route `pipeline_id`'s OTLP requests into its topic (creating it if missing);
+        `checkpoint` is the pipeline's checkpoint directory, where its progress is read."""
         src = otlp_source(pipeline)
         if src is None:
             raise ValueError(f"pipeline {pipeline.name!r} has no OTLP source")
         props = {**src.security.librdkafka(), **src.properties}
         ensure_topic(src.bootstrap_servers, props, src.topic)
         settings = src.receiver
-        probe = LagProbe(src.bootstrap_servers, props, src.topic, pipeline.consumer_group)
+        producer = DurableProducer(src.bootstrap_servers, props, settings.max_queued_records)
+        probe = LagProbe(
+            src.bootstrap_servers,
+            props,
+            src.topic,
+            producer,
+            lambda: committed_offsets(checkpoint / "spark", src.topic),
+        )
         route = Route(
             pipeline_id=pipeline_id,
             signal=src.signal,
             topic=src.topic,
-            producer=DurableProducer(src.bootstrap_servers, props, settings.max_queued_records),
+            producer=producer,
             max_request_bytes=min(settings.max_request_bytes, self.max_request_bytes),
             max_lag=settings.max_lag,
             lag=probe.lag,
@@ -166,8 +176,33 @@ def _close_route(route: Route) -> None:
             probe.close()
 
 
+def committed_offsets(spark_checkpoint: Path, topic: str) -> dict[int, int]:
+    """The next offset per partition of `topic` after the last micro-batch Spark committed
+    (its commit log names the batch, its offset log holds the source's offsets); {} before
+    the first commit."""
+    commits = spark_checkpoint / "commits"
+    try:
+        done = [int(f.name) for f in commits.iterdir() if f.name.isdigit()]
+    except OSError:
+        return {}
+    if not done:
+        return {}
+    try:
+        lines = (spark_checkpoint / "offsets" / str(max(done))).read_text().splitlines()
+    except OSError:
+        return {}
+    out: dict[int, int] = {}
+    for line in lines[2:]:  # "v1", the batch's metadata, then one line per source
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            for key, value in json.loads(line).items():
+                name, _, partition = key.rpartition("/")
+                if name == topic and partition.isdigit():
+                    out[int(partition)] = int(value)
+    return out
+
+
 @contextlib.contextmanager
-def receiver_for_run(pipeline: Pipeline) -> Iterator[OtlpReceiver | None]:
+def receiver_for_run(pipeline: Pipeline, base_dir: Path) -> Iterator[OtlpReceiver | None]:
     """The receiver of `streamsift run` for an OTLP pipeline (None for a Kafka pipeline):
     listening before the query starts, stopped after it ends."""
     src = otlp_source(pipeline)
@@ -183,7 +218,7 @@ def receiver_for_run(pipeline: Pipeline) -> Iterator[OtlpReceiver | None]:
         max_request_bytes=settings.max_request_bytes,
     ).start()
     try:
-        receiver.add(pipeline.name, pipeline)
+        receiver.add(pipeline.name, pipeline, pipeline.checkpoint_dir(base_dir).resolve())
         yield receiver
     finally:
         receiver.stop()

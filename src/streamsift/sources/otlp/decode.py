@@ -1,8 +1,9 @@
 """OTLP export requests (protobuf or JSON bodies) into flat records, one per log record, span
 or metric data point, with GlassFlow's field names and types (config/otlp.py).
 
-Pure functions: bytes in, dicts out. Value forms: timestamps as RFC 3339 UTC strings with
-nine fractional digits (0 = unset: null), trace and span ids as lower-case hex (empty: null),
+Pure functions: bytes in, dicts out. Value forms: timestamps as UTC `YYYY-MM-DD hh:mm:ss.nnnnnnnnn` strings
+(0 = unset: null; GlassFlow writes RFC 3339, which ClickHouse's default parser refuses), trace and span ids as lower-case hex, absent strings and ids as "" (as the
+ClickHouse OTel exporter's non-Nullable columns hold them),
 attribute maps as string -> string (strings as they are, other values as JSON text), span
 events and links and histogram buckets as arrays of strings.
 """
@@ -102,16 +103,17 @@ def records(signal: OtlpSignal, request: Message) -> list[Record]:
 
 
 def timestamp(nanos: int) -> str | None:
-    """Unix nanoseconds as `2026-01-02T03:04:05.123456789Z`; 0 (unset) as None."""
+    """Unix nanoseconds as UTC `2026-01-02 03:04:05.123456789` (the text ClickHouse reads
+    into DateTime64(9) columns as they are); 0 (unset) as None."""
     if not nanos:
         return None
     seconds, frac = divmod(int(nanos), 1_000_000_000)
     whole = datetime.fromtimestamp(seconds, tz=timezone.utc)
-    return f"{whole:%Y-%m-%dT%H:%M:%S}.{frac:09d}Z"
+    return f"{whole:%Y-%m-%d %H:%M:%S}.{frac:09d}"
 
 
-def hex_id(raw: bytes) -> str | None:
-    return raw.hex() if raw else None
+def hex_id(raw: bytes) -> str:
+    return raw.hex()
 
 
 def any_value(value: AnyValue) -> Any:
@@ -141,8 +143,8 @@ def attributes(kvs: Iterable[KeyValue]) -> dict[str, str | None]:
 
 def _scope(scope: Any) -> Record:
     return {
-        "scope_name": scope.name or None,
-        "scope_version": scope.version or None,
+        "scope_name": scope.name,
+        "scope_version": scope.version,
         "scope_attributes": attributes(scope.attributes),
     }
 
@@ -160,7 +162,7 @@ def log_records(request: ExportLogsServiceRequest) -> Iterator[Record]:
                     "timestamp": timestamp(lr.time_unix_nano or lr.observed_time_unix_nano),
                     "observed_timestamp": timestamp(lr.observed_time_unix_nano),
                     "severity_number": int(lr.severity_number),
-                    "severity_text": lr.severity_text or None,
+                    "severity_text": lr.severity_text,
                     "body": as_text(any_value(lr.body)),
                     "trace_id": hex_id(lr.trace_id),
                     "span_id": hex_id(lr.span_id),
@@ -198,7 +200,7 @@ def span_records(request: ExportTraceServiceRequest) -> Iterator[Record]:
                     "trace_id": hex_id(span.trace_id),
                     "span_id": hex_id(span.span_id),
                     "parent_span_id": hex_id(span.parent_span_id),
-                    "trace_state": span.trace_state or None,
+                    "trace_state": span.trace_state,
                     "flags": span.flags,
                     "name": span.name,
                     "kind": _SPAN_KINDS.get(span.kind, str(span.kind)),
@@ -206,7 +208,7 @@ def span_records(request: ExportTraceServiceRequest) -> Iterator[Record]:
                     "end_timestamp": timestamp(end),
                     "duration_ns": max(0, end - start) if start and end else None,
                     "status_code": _STATUS_CODES.get(span.status.code, str(span.status.code)),
-                    "status_message": span.status.message or None,
+                    "status_message": span.status.message,
                     "dropped_attributes_count": span.dropped_attributes_count,
                     "dropped_events_count": span.dropped_events_count,
                     "dropped_links_count": span.dropped_links_count,
@@ -263,8 +265,8 @@ def metric_records(request: ExportMetricsServiceRequest) -> Iterator[Record]:
                 data = getattr(metric, kind)
                 common = {
                     "metric_name": metric.name,
-                    "metric_description": metric.description or None,
-                    "metric_unit": metric.unit or None,
+                    "metric_description": metric.description,
+                    "metric_unit": metric.unit,
                     "metric_type": _METRIC_TYPES[kind],
                     "aggregation_temporality": (
                         _TEMPORALITY.get(data.aggregation_temporality)
@@ -319,7 +321,7 @@ def _point_values(kind: str, point: Any) -> Record:
 
 
 def epoch_nanos(text: str) -> int:
-    """The inverse of `timestamp` (for tests and readers): RFC 3339 with 9 digits to nanos."""
-    whole, frac = text.rstrip("Z").split(".")
-    moment = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    """The inverse of `timestamp` (for tests and readers)."""
+    whole, frac = text.split(".")
+    moment = datetime.strptime(whole, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
     return int((moment - _EPOCH).total_seconds()) * 1_000_000_000 + int(frac)

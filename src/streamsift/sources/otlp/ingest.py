@@ -81,6 +81,7 @@ class DurableProducer:
                 "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000),
             }
         )
+        self._ends: dict[tuple[str, int], int] = {}
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, name="otlp-producer", daemon=True)
         self._poller.start()
@@ -99,10 +100,13 @@ class DurableProducer:
         errors: list[str] = []
         lock = threading.Lock()
 
-        def delivered(err: KafkaError | None, _msg: Any) -> None:
+        def delivered(err: KafkaError | None, msg: Any) -> None:
             with lock:
                 if err is not None:
                     errors.append(err.str())
+                else:
+                    where = (msg.topic(), msg.partition())
+                    self._ends[where] = max(self._ends.get(where, 0), msg.offset() + 1)
                 pending[0] -= 1
                 if pending[0] == 0:
                     done.set()
@@ -129,6 +133,10 @@ class DurableProducer:
         if errors:
             raise NotDurable(f"Kafka refused {len(errors)} record(s): {errors[0]}")
 
+    def ends(self, topic: str) -> dict[int, int]:
+        """Per partition of `topic`: the offset after the last record confirmed to us."""
+        return {p: end for (t, p), end in list(self._ends.items()) if t == topic}
+
     def close(self) -> None:
         self._producer.flush(DELIVERY_TIMEOUT_S)
         self._stop.set()
@@ -136,18 +144,29 @@ class DurableProducer:
 
 
 class LagProbe:
-    """Records in a topic the pipeline's consumer group has not committed (cached briefly).
+    """Records in a topic the pipeline has not yet committed (cached briefly).
 
-    The pipeline commits its offsets to the group after each micro-batch (for monitoring):
-    no committed offset counts every record in the topic as lag."""
+    The end of each partition is the larger of the broker's high watermark and the last
+    offset this receiver's producer saw confirmed (tansu's watermark under-reports);
+    `committed` gives the pipeline's next offset per partition from its checkpoint (Spark's
+    commit log: the source of truth, where consumer-group commits are best effort)."""
 
-    def __init__(self, bootstrap_servers: str, props: dict[str, str], topic: str, group: str):
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        props: dict[str, str],
+        topic: str,
+        producer: DurableProducer,
+        committed: Callable[[], dict[int, int]],
+    ) -> None:
         self.topic = topic
+        self.producer = producer
+        self.committed = committed
         self._consumer = Consumer(
             {
                 **props,
                 "bootstrap.servers": bootstrap_servers,
-                "group.id": group,
+                "group.id": f"streamsift-otlp-probe-{topic}",
                 "enable.auto.commit": False,
             }
         )
@@ -167,13 +186,14 @@ class LagProbe:
         info = meta.topics.get(self.topic)
         if info is None or info.error is not None:
             return 0  # not created yet: nothing waits
-        parts = [TopicPartition(self.topic, p) for p in info.partitions]
-        committed = {tp.partition: tp.offset for tp in self._consumer.committed(parts, timeout=5)}
+        ends = self.producer.ends(self.topic)
+        done = self.committed()
         total = 0
-        for tp in parts:
-            low, high = self._consumer.get_watermark_offsets(tp, timeout=5)
-            done = committed.get(tp.partition, -1)
-            total += max(0, high - (done if done >= 0 else low))
+        for p in info.partitions:
+            _low, high = self._consumer.get_watermark_offsets(
+                TopicPartition(self.topic, p), timeout=5
+            )
+            total += max(0, max(high, ends.get(p, 0)) - done.get(p, 0))
         return total
 
     def close(self) -> None:
@@ -196,8 +216,12 @@ class Route:
 
 
 def message_key(signal: OtlpSignal, record: Record) -> bytes | None:
-    """Versions of a span share a partition (dedup keeps the first); metrics go by name."""
-    key = record.get("metric_name") if signal is OtlpSignal.METRICS else record.get("trace_id")
+    """The same record sent twice (an exporter's retry) lands in the same partition, where
+    dedup sees both: spans by trace id, logs by trace id or time, metrics by name."""
+    if signal is OtlpSignal.METRICS:
+        key = record.get("metric_name")
+    else:
+        key = record.get("trace_id") or record.get("timestamp")
     return key.encode() if key else None
 
 
