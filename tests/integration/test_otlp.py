@@ -182,8 +182,8 @@ def test_sdk_exporters_into_clickhouse_exactly(broker, chdb_path, tmp_path, uniq
             )[0]
         else:
             metrics = runner.writer.query_rows(
-                f"SELECT MetricName, MetricType, count(), sum(coalesce(ValueDouble, "
-                f"toFloat64(ValueInt))), any(BucketCounts), any(ExplicitBounds), any(Count), "
+                f"SELECT MetricName, MetricType, count(), sum(ValueDouble + "
+                f"toFloat64(ValueInt)), any(BucketCounts), any(ExplicitBounds), any(Count), "
                 f"any(IsMonotonic) FROM {p.sink.table} GROUP BY 1, 2 ORDER BY 1"
             )
 

@@ -1,11 +1,13 @@
 """OTLP export requests (protobuf or JSON bodies) into flat records, one per log record, span
 or metric data point, with GlassFlow's field names and types (config/otlp.py).
 
-Pure functions: bytes in, dicts out. Value forms: timestamps as UTC `YYYY-MM-DD hh:mm:ss.nnnnnnnnn` strings
-(0 = unset: null; GlassFlow writes RFC 3339, which ClickHouse's default parser refuses), trace and span ids as lower-case hex, absent strings and ids as "" (as the
-ClickHouse OTel exporter's non-Nullable columns hold them),
-attribute maps as string -> string (strings as they are, other values as JSON text), span
-events and links and histogram buckets as arrays of strings.
+Pure functions: bytes in, dicts out. Value forms: timestamps as UTC strings
+`YYYY-MM-DD hh:mm:ss.nnnnnnnnn`, the text ClickHouse reads into DateTime64(9) as it is
+(GlassFlow writes RFC 3339, which ClickHouse's default parser refuses); ids as lower-case hex;
+attribute maps as string -> string (strings as they are, other values as JSON text); span
+events and links and histogram buckets as arrays of strings. What a record lacks holds the
+zero value ("", 0, false, the epoch, []), as GlassFlow's records and the ClickHouse OTel
+exporter's non-Nullable columns have it.
 """
 
 from __future__ import annotations
@@ -102,11 +104,9 @@ def records(signal: OtlpSignal, request: Message) -> list[Record]:
 # ---------------------------------------------------------------------------- values
 
 
-def timestamp(nanos: int) -> str | None:
+def timestamp(nanos: int) -> str:
     """Unix nanoseconds as UTC `2026-01-02 03:04:05.123456789` (the text ClickHouse reads
-    into DateTime64(9) columns as they are); 0 (unset) as None."""
-    if not nanos:
-        return None
+    into DateTime64(9) columns as they are); 0 (unset) is the epoch, a zero value."""
     seconds, frac = divmod(int(nanos), 1_000_000_000)
     whole = datetime.fromtimestamp(seconds, tz=timezone.utc)
     return f"{whole:%Y-%m-%d %H:%M:%S}.{frac:09d}"
@@ -269,11 +269,11 @@ def metric_records(request: ExportMetricsServiceRequest) -> Iterator[Record]:
                     "metric_unit": metric.unit,
                     "metric_type": _METRIC_TYPES[kind],
                     "aggregation_temporality": (
-                        _TEMPORALITY.get(data.aggregation_temporality)
+                        _TEMPORALITY.get(data.aggregation_temporality, "")
                         if hasattr(data, "aggregation_temporality")
-                        else None
+                        else ""
                     ),
-                    "is_monotonic": data.is_monotonic if kind == "sum" else None,
+                    "is_monotonic": data.is_monotonic if kind == "sum" else False,
                 }
                 for point in data.data_points:
                     yield {
@@ -289,13 +289,16 @@ def metric_records(request: ExportMetricsServiceRequest) -> Iterator[Record]:
 
 
 def _point_values(kind: str, point: Any) -> Record:
+    """The value fields of one data point; those that do not apply to its kind hold zero
+    values (as in GlassFlow's records, so non-Nullable columns take every point):
+    `metric_type` says which apply."""
     values: Record = {
-        "value_double": None,
-        "value_int": None,
-        "count": None,
-        "sum": None,
-        "min": None,
-        "max": None,
+        "value_double": 0.0,
+        "value_int": 0,
+        "count": 0,
+        "sum": 0.0,
+        "min": 0.0,
+        "max": 0.0,
         "bucket_counts": [],
         "explicit_bounds": [],
     }
@@ -305,15 +308,14 @@ def _point_values(kind: str, point: Any) -> Record:
             values["value_double"] = point.as_double
         elif which == "as_int":
             values["value_int"] = point.as_int
-            values["sum"] = float(point.as_int) if kind == "sum" else None
-        if kind == "sum" and which == "as_double":
-            values["sum"] = point.as_double
+        if kind == "sum":
+            values["sum"] = float(point.as_int) if which == "as_int" else point.as_double
         return values
     values["count"] = point.count
-    values["sum"] = point.sum if kind == "summary" or point.HasField("sum") else None
+    values["sum"] = point.sum
     if kind in ("histogram", "exponential_histogram"):
-        values["min"] = point.min if point.HasField("min") else None
-        values["max"] = point.max if point.HasField("max") else None
+        values["min"] = point.min
+        values["max"] = point.max
     if kind == "histogram":
         values["bucket_counts"] = [str(c) for c in point.bucket_counts]
         values["explicit_bounds"] = [repr(float(b)) for b in point.explicit_bounds]

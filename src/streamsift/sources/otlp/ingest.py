@@ -274,8 +274,10 @@ class Ingest:
         expected = route.token or self.token
         if not expected:
             return
-        given = (authorization or "").removeprefix("Bearer ").strip()
-        if not authorization or not hmac.compare_digest(given.encode(), expected.encode()):
+        scheme, _, given = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), expected.encode()
+        ):
             raise Unauthorized("a valid 'Authorization: Bearer TOKEN' header is required")
 
     def export(
