@@ -230,3 +230,44 @@ def with_bootstrap(pipeline: Pipeline, bootstrap_servers: str) -> Pipeline:
     assert src is not None
     moved = src.model_copy(update={"bootstrap_servers": bootstrap_servers})
     return pipeline.model_copy(update={"source_": moved})
+
+
+class ServiceOtlp:
+    """The OTLP side of `streamsift serve`: one receiver for every OTLP pipeline of the
+    service, routes kept while a pipeline is stopped (its records wait in Kafka, as
+    GlassFlow's receiver keeps accepting for stopped pipelines) and dropped when it is
+    deleted, and the bundled broker for sources that name no Kafka, started on first use."""
+
+    def __init__(self, receiver: OtlpReceiver, data_dir: Path) -> None:
+        self.receiver = receiver
+        self.data_dir = data_dir
+        self._broker: Any = None
+        self._lock = threading.Lock()
+
+    def served(self, doc: dict[str, Any], pipeline: Pipeline) -> dict[str, Any]:
+        """The document a worker runs: a bundled source on the service's bundled broker."""
+        src = otlp_source(pipeline)
+        if src is None or not src.bundled:
+            return doc
+        from streamsift.embedded.broker import Broker
+
+        with self._lock:
+            if self._broker is None:
+                self.data_dir.mkdir(parents=True, exist_ok=True)
+                self._broker = Broker(log_path=self.data_dir / "bundled-broker.log").start()
+            address = self._broker.bootstrap_servers
+        return {**doc, "source": {**doc["source"], "bootstrap_servers": address}}
+
+    def route(self, pipeline_id: str, pipeline: Pipeline, checkpoint: Path) -> None:
+        if otlp_source(pipeline) is not None:
+            self.receiver.add(pipeline_id, pipeline, checkpoint)
+
+    def forget(self, pipeline_id: str) -> None:
+        self.receiver.remove(pipeline_id)
+
+    def close(self) -> None:
+        self.receiver.stop()
+        with self._lock:
+            if self._broker is not None:
+                self._broker.stop()
+                self._broker = None
