@@ -58,3 +58,24 @@ def test_readme_demo_output_is_what_the_default_demo_prints() -> None:
     assert f"  produced {events:>24,}" in readme
     assert f"  expected unique {events - duplicates:>17,}" in readme
     assert f"  duplicates dropped {duplicates:>14,}" in readme
+
+
+@pytest.mark.parametrize(
+    ("name", "signal"),
+    [
+        ("otel-logs.yaml", "otlp.logs"),
+        ("otel-traces.yaml", "otlp.traces"),
+        ("otel-metrics.yaml", "otlp.metrics"),
+        ("glassflow-otlp-traces-v3.json", "otlp.traces"),
+        ("glassflow-otlp-logs-v3.json", "otlp.logs"),
+    ],
+)
+def test_otlp_examples_are_otlp_pipelines_on_the_bundled_broker(name: str, signal: str) -> None:
+    """The OTLP examples (run end to end by tests/integration/test_otlp.py) read their
+    signal's records, and name no Kafka: the bundled broker keeps what the receiver takes."""
+    p = load_pipeline(EXAMPLES / name)
+    assert p.primary_source.type.value == signal
+    assert p.primary_source.bundled
+    assert "resource_attributes.service.name" in {
+        f.name for f in p.primary_source.schema_.fields
+    } or (signal == "otlp.metrics" or name.startswith("glassflow-otlp-logs"))
