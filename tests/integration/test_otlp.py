@@ -108,6 +108,19 @@ def topic_count(bootstrap: str, topic: str, partitions: int = 3) -> int:
     return count
 
 
+def logs_pipeline(broker, chdb_path, tmp_path, unique_name, **receiver):
+    """The otel-logs example on this test's broker, table and checkpoint."""
+    return example_pipeline(
+        "otel-logs",
+        unique_name[:80].replace("_", "-"),
+        broker.bootstrap_servers,
+        {"path": str(chdb_path)},
+        tmp_path / "cp",
+        unique_name,
+        **receiver,
+    )
+
+
 @pytest.fixture
 def receiver():
     r = OtlpReceiver(http_port=0, grpc_port=0).start()
@@ -222,15 +235,7 @@ def test_busy_pipeline_gets_429_and_resource_exhausted(
 ):
     """With max_lag 1, a second request while the first's records wait is refused, over
     HTTP (429 + Retry-After) and gRPC (RESOURCE_EXHAUSTED), and none of its records is kept."""
-    p = example_pipeline(
-        "otel-logs",
-        unique_name[:80].replace("_", "-"),
-        broker.bootstrap_servers,
-        {"path": str(chdb_path)},
-        tmp_path / "cp",
-        unique_name,
-        max_lag=1,
-    )
+    p = logs_pipeline(broker, chdb_path, tmp_path, unique_name, max_lag=1)
     receiver.add(p.name, p, p.checkpoint_dir(tmp_path))
     url = f"http://127.0.0.1:{receiver.http_port}/v1/logs"
     headers = {"content-type": "application/x-protobuf", PIPELINE_HEADER: p.name}
@@ -273,15 +278,8 @@ def test_busy_pipeline_gets_429_and_resource_exhausted(
 def test_refusals_name_the_problem(broker, chdb_path, tmp_path, unique_name):
     """Too large (413 / RESOURCE_EXHAUSTED), unknown pipeline (404 / NOT_FOUND), missing token
     (401 / UNAUTHENTICATED), unreadable body (400), other content type (415): nothing kept."""
-    p = example_pipeline(
-        "otel-logs",
-        unique_name[:80].replace("_", "-"),
-        broker.bootstrap_servers,
-        {"path": str(chdb_path)},
-        tmp_path / "cp",
-        unique_name,
-        max_request_bytes=2_000,
-        token="s3cret",
+    p = logs_pipeline(
+        broker, chdb_path, tmp_path, unique_name, max_request_bytes=2_000, token="s3cret"
     )
     receiver = OtlpReceiver(http_port=0, grpc_port=0, max_request_bytes=2_000).start()
     try:

@@ -152,26 +152,33 @@ def _scope(scope: Any) -> Record:
 # ---------------------------------------------------------------------------- signals
 
 
+def _scoped(groups: Iterable[Any], scopes: str, items: str) -> Iterator[tuple[Any, Record, Any]]:
+    """(resource attributes, scope fields, item) of every item of an export request: its
+    resource groups hold scope groups (`scopes`), which hold the items (`items`)."""
+    for group in groups:
+        resource = attributes(group.resource.attributes)
+        for scoped in getattr(group, scopes):
+            scope = _scope(scoped.scope)
+            for item in getattr(scoped, items):
+                yield resource, scope, item
+
+
 def log_records(request: ExportLogsServiceRequest) -> Iterator[Record]:
-    for rl in request.resource_logs:
-        resource = attributes(rl.resource.attributes)
-        for sl in rl.scope_logs:
-            scope = _scope(sl.scope)
-            for lr in sl.log_records:
-                yield {
-                    "timestamp": timestamp(lr.time_unix_nano or lr.observed_time_unix_nano),
-                    "observed_timestamp": timestamp(lr.observed_time_unix_nano),
-                    "severity_number": int(lr.severity_number),
-                    "severity_text": lr.severity_text,
-                    "body": as_text(any_value(lr.body)),
-                    "trace_id": hex_id(lr.trace_id),
-                    "span_id": hex_id(lr.span_id),
-                    "flags": lr.flags,
-                    "dropped_attributes_count": lr.dropped_attributes_count,
-                    "resource_attributes": resource,
-                    **scope,
-                    "attributes": attributes(lr.attributes),
-                }
+    for resource, scope, lr in _scoped(request.resource_logs, "scope_logs", "log_records"):
+        yield {
+            "timestamp": timestamp(lr.time_unix_nano or lr.observed_time_unix_nano),
+            "observed_timestamp": timestamp(lr.observed_time_unix_nano),
+            "severity_number": int(lr.severity_number),
+            "severity_text": lr.severity_text,
+            "body": as_text(any_value(lr.body)),
+            "trace_id": hex_id(lr.trace_id),
+            "span_id": hex_id(lr.span_id),
+            "flags": lr.flags,
+            "dropped_attributes_count": lr.dropped_attributes_count,
+            "resource_attributes": resource,
+            **scope,
+            "attributes": attributes(lr.attributes),
+        }
 
 
 _SPAN_KINDS = {
@@ -190,53 +197,49 @@ _STATUS_CODES = {
 
 
 def span_records(request: ExportTraceServiceRequest) -> Iterator[Record]:
-    for rs in request.resource_spans:
-        resource = attributes(rs.resource.attributes)
-        for ss in rs.scope_spans:
-            scope = _scope(ss.scope)
-            for span in ss.spans:
-                start, end = span.start_time_unix_nano, span.end_time_unix_nano
-                yield {
-                    "trace_id": hex_id(span.trace_id),
-                    "span_id": hex_id(span.span_id),
-                    "parent_span_id": hex_id(span.parent_span_id),
-                    "trace_state": span.trace_state,
-                    "flags": span.flags,
-                    "name": span.name,
-                    "kind": _SPAN_KINDS.get(span.kind, str(span.kind)),
-                    "start_timestamp": timestamp(start),
-                    "end_timestamp": timestamp(end),
-                    "duration_ns": max(0, end - start) if start and end else None,
-                    "status_code": _STATUS_CODES.get(span.status.code, str(span.status.code)),
-                    "status_message": span.status.message,
-                    "dropped_attributes_count": span.dropped_attributes_count,
-                    "dropped_events_count": span.dropped_events_count,
-                    "dropped_links_count": span.dropped_links_count,
-                    "events": [
-                        as_text(
-                            {
-                                "timestamp": timestamp(e.time_unix_nano),
-                                "name": e.name,
-                                "attributes": attributes(e.attributes),
-                            }
-                        )
-                        for e in span.events
-                    ],
-                    "links": [
-                        as_text(
-                            {
-                                "trace_id": hex_id(link.trace_id),
-                                "span_id": hex_id(link.span_id),
-                                "trace_state": link.trace_state,
-                                "attributes": attributes(link.attributes),
-                            }
-                        )
-                        for link in span.links
-                    ],
-                    "resource_attributes": resource,
-                    **scope,
-                    "attributes": attributes(span.attributes),
-                }
+    for resource, scope, span in _scoped(request.resource_spans, "scope_spans", "spans"):
+        start, end = span.start_time_unix_nano, span.end_time_unix_nano
+        yield {
+            "trace_id": hex_id(span.trace_id),
+            "span_id": hex_id(span.span_id),
+            "parent_span_id": hex_id(span.parent_span_id),
+            "trace_state": span.trace_state,
+            "flags": span.flags,
+            "name": span.name,
+            "kind": _SPAN_KINDS.get(span.kind, str(span.kind)),
+            "start_timestamp": timestamp(start),
+            "end_timestamp": timestamp(end),
+            "duration_ns": max(0, end - start) if start and end else None,
+            "status_code": _STATUS_CODES.get(span.status.code, str(span.status.code)),
+            "status_message": span.status.message,
+            "dropped_attributes_count": span.dropped_attributes_count,
+            "dropped_events_count": span.dropped_events_count,
+            "dropped_links_count": span.dropped_links_count,
+            "events": [
+                as_text(
+                    {
+                        "timestamp": timestamp(e.time_unix_nano),
+                        "name": e.name,
+                        "attributes": attributes(e.attributes),
+                    }
+                )
+                for e in span.events
+            ],
+            "links": [
+                as_text(
+                    {
+                        "trace_id": hex_id(link.trace_id),
+                        "span_id": hex_id(link.span_id),
+                        "trace_state": link.trace_state,
+                        "attributes": attributes(link.attributes),
+                    }
+                )
+                for link in span.links
+            ],
+            "resource_attributes": resource,
+            **scope,
+            "attributes": attributes(span.attributes),
+        }
 
 
 _TEMPORALITY = {
@@ -254,38 +257,34 @@ _METRIC_TYPES = {
 
 
 def metric_records(request: ExportMetricsServiceRequest) -> Iterator[Record]:
-    for rm in request.resource_metrics:
-        resource = attributes(rm.resource.attributes)
-        for sm in rm.scope_metrics:
-            scope = _scope(sm.scope)
-            for metric in sm.metrics:
-                kind = metric.WhichOneof("data")
-                if kind is None:
-                    continue  # a metric without data has no points
-                data = getattr(metric, kind)
-                common = {
-                    "metric_name": metric.name,
-                    "metric_description": metric.description,
-                    "metric_unit": metric.unit,
-                    "metric_type": _METRIC_TYPES[kind],
-                    "aggregation_temporality": (
-                        _TEMPORALITY.get(data.aggregation_temporality, "")
-                        if hasattr(data, "aggregation_temporality")
-                        else ""
-                    ),
-                    "is_monotonic": data.is_monotonic if kind == "sum" else False,
-                }
-                for point in data.data_points:
-                    yield {
-                        "timestamp": timestamp(point.time_unix_nano),
-                        "start_timestamp": timestamp(point.start_time_unix_nano),
-                        **common,
-                        "flags": point.flags,
-                        **_point_values(kind, point),
-                        "resource": resource,
-                        **scope,
-                        "attributes": attributes(point.attributes),
-                    }
+    for resource, scope, metric in _scoped(request.resource_metrics, "scope_metrics", "metrics"):
+        kind = metric.WhichOneof("data")
+        if kind is None:
+            continue  # a metric without data has no points
+        data = getattr(metric, kind)
+        common = {
+            "metric_name": metric.name,
+            "metric_description": metric.description,
+            "metric_unit": metric.unit,
+            "metric_type": _METRIC_TYPES[kind],
+            "aggregation_temporality": (
+                _TEMPORALITY.get(data.aggregation_temporality, "")
+                if hasattr(data, "aggregation_temporality")
+                else ""
+            ),
+            "is_monotonic": data.is_monotonic if kind == "sum" else False,
+        }
+        for point in data.data_points:
+            yield {
+                "timestamp": timestamp(point.time_unix_nano),
+                "start_timestamp": timestamp(point.start_time_unix_nano),
+                **common,
+                "flags": point.flags,
+                **_point_values(kind, point),
+                "resource": resource,
+                **scope,
+                "attributes": attributes(point.attributes),
+            }
 
 
 def _point_values(kind: str, point: Any) -> Record:

@@ -41,31 +41,35 @@ def _export(ingest: Ingest, signal: OtlpSignal, request: Any, context: Any) -> N
         context.abort(_CODES.get(status, grpc.StatusCode.INVALID_ARGUMENT), str(exc))
 
 
-class _Logs(logs_service_pb2_grpc.LogsServiceServicer):
-    def __init__(self, ingest: Ingest) -> None:
-        self.ingest = ingest
+def _servicer(base: type, signal: OtlpSignal, response: type) -> Any:
+    """A servicer of one OTLP service: `Export` hands the request to the ingest."""
 
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC's name)
-        _export(self.ingest, OtlpSignal.LOGS, request, context)
-        return logs_service_pb2.ExportLogsServiceResponse()
+    class Servicer(base):  # type: ignore[misc, valid-type]
+        def __init__(self, ingest: Ingest) -> None:
+            self.ingest = ingest
 
+        def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC's name)
+            _export(self.ingest, signal, request, context)
+            return response()
 
-class _Traces(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, ingest: Ingest) -> None:
-        self.ingest = ingest
-
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802
-        _export(self.ingest, OtlpSignal.TRACES, request, context)
-        return trace_service_pb2.ExportTraceServiceResponse()
+    return Servicer
 
 
-class _Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
-    def __init__(self, ingest: Ingest) -> None:
-        self.ingest = ingest
-
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802
-        _export(self.ingest, OtlpSignal.METRICS, request, context)
-        return metrics_service_pb2.ExportMetricsServiceResponse()
+_Logs = _servicer(
+    logs_service_pb2_grpc.LogsServiceServicer,
+    OtlpSignal.LOGS,
+    logs_service_pb2.ExportLogsServiceResponse,
+)
+_Traces = _servicer(
+    trace_service_pb2_grpc.TraceServiceServicer,
+    OtlpSignal.TRACES,
+    trace_service_pb2.ExportTraceServiceResponse,
+)
+_Metrics = _servicer(
+    metrics_service_pb2_grpc.MetricsServiceServicer,
+    OtlpSignal.METRICS,
+    metrics_service_pb2.ExportMetricsServiceResponse,
+)
 
 
 def otlp_grpc_server(
