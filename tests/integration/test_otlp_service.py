@@ -16,25 +16,31 @@ from api_server import ServerThread
 from otlp_helpers import EXAMPLES, http_exporters, send_spans
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
-from streamsift.runtime.otlp import OtlpReceiver
-from streamsift.runtime.service import PipelineService
 
 pytestmark = pytest.mark.integration
 
 
 def test_service_receives_otlp_for_its_pipelines_on_the_bundled_broker(tmp_path):
-    receiver = OtlpReceiver(http_port=0, grpc_port=0, token="svc-token").start()
-    service = PipelineService(tmp_path / "data", otlp=receiver)
-    service.start()
-    try:
-        with ServerThread(create_app(ServiceSettings(), service=service)) as server:
+    settings = ServiceSettings(
+        data_dir=tmp_path / "data", token="svc-token", otlp_http_port=0, otlp_grpc_port=0
+    )
+    app = create_app(settings)
+    auth = {"authorization": "Bearer svc-token"}
+    with ServerThread(app) as server:
+        service = app.state.service
+        try:
+            receiver = service.otlp.receiver
+            assert not receiver.started  # no OTLP pipeline yet: no OTLP port
             doc = yaml.safe_load((EXAMPLES / "otel-traces.yaml").read_text())
             doc["name"] = "svc-traces"
             del doc["source"]["receiver"]  # the service's receiver; no Kafka named: bundled
             clickhouse = tmp_path / "clickhouse"
             doc["sink"]["clickhouse"] = {"path": str(clickhouse)}
-            created = httpx.post(f"{server.url}/api/v1/pipelines", json=doc, timeout=60)
+            created = httpx.post(
+                f"{server.url}/api/v1/pipelines", json=doc, headers=auth, timeout=60
+            )
             assert created.status_code == 201, created.text
+            assert receiver.started and receiver.http_port and receiver.grpc_port
 
             refused = httpx.post(
                 f"http://127.0.0.1:{receiver.http_port}/v1/traces",
@@ -62,5 +68,10 @@ def test_service_receives_otlp_for_its_pipelines_on_the_bundled_broker(tmp_path)
                 time.sleep(1)
             assert sorted(rows) == sorted(spans)
             assert service.status("svc-traces").dlq == 0
-    finally:
-        service.close(stop_all=True)
+        finally:  # the server leaves pipelines running for the next one: stop them
+            for record in service.list():
+                service.stop(record.id)
+            deadline = time.monotonic() + 120
+            while any(r.state.value != "Stopped" for r in service.list()):
+                assert time.monotonic() < deadline, [r.state for r in service.list()]
+                time.sleep(0.5)

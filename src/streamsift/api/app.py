@@ -7,7 +7,6 @@ the pipelines (they keep running, for the next server on the data directory to a
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -32,11 +31,8 @@ from streamsift.api.routers import (
 )
 from streamsift.api.routers import glassflow as glassflow_api
 from streamsift.api.settings import ServiceSettings
-from streamsift.errors import StreamsiftError
 from streamsift.runtime.otlp import OtlpReceiver
 from streamsift.runtime.service import PipelineService
-
-log = logging.getLogger("streamsift.api")
 
 # Every route may answer these, in the one error shape (api/errors.py).
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -62,21 +58,16 @@ def _started_service(settings: ServiceSettings) -> PipelineService:
 
 
 def _otlp_receiver(settings: ServiceSettings) -> OtlpReceiver | None:
-    """The OTLP receiver on the settings' ports; None when both are off or taken (the API
-    serves anyway: the failure is logged, and OTLP pipelines then receive nothing)."""
+    """The OTLP receiver on the settings' ports, started by the service with its first OTLP
+    pipeline; None when both ports are off."""
     if settings.otlp_http_port is None and settings.otlp_grpc_port is None:
         return None
-    receiver = OtlpReceiver(
+    return OtlpReceiver(
         host=settings.host,
         http_port=settings.otlp_http_port,
         grpc_port=settings.otlp_grpc_port,
         token=settings.token.get_secret_value() if settings.token else None,
     )
-    try:
-        return receiver.start()
-    except StreamsiftError as exc:
-        log.error("the OTLP receiver did not start: %s", exc)
-        return None
 
 
 def create_app(

@@ -72,11 +72,14 @@ class OtlpReceiver:
     _http_thread: threading.Thread | None = field(default=None, init=False)
     _grpc: Any = field(default=None, init=False)
     _sock: socket.socket | None = field(default=None, init=False)
+    started: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.ingest = Ingest(self.token)
 
     def start(self) -> OtlpReceiver:
+        if self.started:
+            return self
         if self.http_port is not None:
             try:
                 self._sock = socket.create_server((self.host, self.http_port))
@@ -108,6 +111,7 @@ class OtlpReceiver:
                     f"cannot listen on {self.host}:{self.grpc_port} for OTLP/gRPC: {exc}",
                     "is another receiver on that port? set source.receiver.grpc_port",
                 ) from None
+        self.started = True
         log.info("OTLP receiver: http %s, grpc %s", self.http_port, self.grpc_port)
         return self
 
@@ -165,6 +169,7 @@ class OtlpReceiver:
             self._sock = None
         for route in self.ingest.routes():
             self.remove(route.pipeline_id)
+        self.started = False
 
 
 def _close_route(route: Route) -> None:
@@ -234,7 +239,7 @@ def with_bootstrap(pipeline: Pipeline, bootstrap_servers: str) -> Pipeline:
 
 class ServiceOtlp:
     """The OTLP side of `streamsift serve`: one receiver for every OTLP pipeline of the
-    service, routes kept while a pipeline is stopped (its records wait in Kafka, as
+    service (started with the first), routes kept while a pipeline is stopped (its records wait in Kafka, as
     GlassFlow's receiver keeps accepting for stopped pipelines) and dropped when it is
     deleted, and the bundled broker for sources that name no Kafka, started on first use."""
 
@@ -259,7 +264,11 @@ class ServiceOtlp:
         return {**doc, "source": {**doc["source"], "bootstrap_servers": address}}
 
     def route(self, pipeline_id: str, pipeline: Pipeline, checkpoint: Path) -> None:
+        """Route an OTLP pipeline, starting the receiver on the first one (a service without
+        OTLP pipelines listens on no OTLP port)."""
         if otlp_source(pipeline) is not None:
+            with self._lock:
+                self.receiver.start()
             self.receiver.add(pipeline_id, pipeline, checkpoint)
 
     def forget(self, pipeline_id: str) -> None:

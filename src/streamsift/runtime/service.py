@@ -95,7 +95,7 @@ class PipelineService:
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.driver_inserts = driver_inserts
-        # The OTLP receiver of the service's OTLP pipelines (started by the caller), if any.
+        # The OTLP receiver of its OTLP pipelines, started with the first of them, if any.
         self.otlp = ServiceOtlp(otlp, self.data_dir) if otlp is not None else None
         self.store = Store(self.data_dir)
         self.endpoints = EmbeddedEndpoints(self.data_dir)
