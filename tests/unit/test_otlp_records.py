@@ -265,6 +265,16 @@ def test_otlp_source_config_defaults_and_errors():
         parse_pipeline(_otlp_doc(schema={"fields": [{"name": "body"}]}))
 
 
+def test_the_receiver_token_is_a_secret_of_the_document():
+    """Encrypted at rest and masked by the service like every other secret."""
+    from streamsift.runtime.secret_box import secret_paths
+
+    doc = _otlp_doc(receiver={"token": "tok-123"})
+    pipeline = parse_pipeline(doc)
+    assert list(secret_paths(pipeline, doc)) == [("source", "receiver", "token")]
+    assert "tok-123" not in repr(pipeline)
+
+
 def test_dotted_attribute_keys_are_read_from_the_map():
     parser = JsonParser(
         [
