@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import threading
 import time
 
 import grpc
@@ -273,6 +274,30 @@ def test_busy_pipeline_gets_429_and_resource_exhausted(
         time.sleep(0.3)
     assert again.status_code == 200
     assert topic_count(broker.bootstrap_servers, p.primary_source.topic) == 5
+
+    # The SDK's exporter retries a 429 (after its Retry-After) and gets through once the
+    # pipeline has room: its records arrive, once.
+    time.sleep(0.6)  # the 2 records just accepted are the lag now (> max_lag 1)
+    exporter = http_exporters(receiver.http_port, p.name)["logs"]()
+    outcome: list[object] = []
+
+    def send() -> None:
+        try:
+            send_logs(exporter, 4, "svc", "retried")
+            outcome.append("sent")
+        except AssertionError as exc:  # an export that did not succeed
+            outcome.append(exc)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    time.sleep(2.5)
+    assert sender.is_alive()  # refused, waiting to retry
+    assert topic_count(broker.bootstrap_servers, p.primary_source.topic) == 5
+    route = next(r for r in receiver.ingest.routes() if r.pipeline_id == p.name)
+    route.max_lag = None  # room again
+    sender.join(60)
+    assert outcome == ["sent"]
+    assert topic_count(broker.bootstrap_servers, p.primary_source.topic) == 9
 
 
 def test_refusals_name_the_problem(broker, chdb_path, tmp_path, unique_name):
