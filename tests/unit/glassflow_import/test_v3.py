@@ -76,6 +76,30 @@ def test_otlp_source_imports_with_its_predefined_fields() -> None:
     assert pipeline.primary_source.schema_.field("resource_attributes.service.name") is not None
 
 
+def test_otlp_dedup_on_a_composite_key_of_fields() -> None:
+    """GlassFlow's OTLP example dedups on an expr-lang map of fields: our key list."""
+    sink = copy.deepcopy(example("v3")["sink"])
+    sink["mapping"] = [{"name": "span_id", "column_name": "SpanId", "column_type": "String"}]
+    doc = {
+        "version": "v3",
+        "pipeline_id": "otel-traces",
+        "sources": [{"type": "otlp.traces", "source_id": "traces"}],
+        "transforms": [
+            {
+                "type": "dedup",
+                "source_id": "traces",
+                "config": {"key": '{"trace_id":trace_id, "span_id":span_id}', "time_window": "1h"},
+            }
+        ],
+        "sink": sink,
+    }
+    assert parse_pipeline(doc).dedup.key == ("trace_id", "span_id")
+    doc["transforms"][0]["config"]["key"] = '{"trace_id":trace_id,"x":x}'
+    assert problems(doc) == [
+        "transforms[0].config.key: dedup key 'x' not found in schema_fields for source 'traces'"
+    ]
+
+
 def test_otlp_source_refusals_name_the_field() -> None:
     sink = copy.deepcopy(example("v3")["sink"])
     doc = {
