@@ -294,3 +294,21 @@ def test_dotted_attribute_keys_are_read_from_the_map():
     assert result.errors == [None, None]
     assert result.table.column("attributes__http__method").to_pylist() == ["GET", None]
     assert result.table.column("resource__service__name").to_pylist() == ["a", None]
+
+
+def test_committed_offsets_come_from_the_last_committed_batch(tmp_path):
+    """The lag's other side: Spark's commit log names the batch, its offset log the offsets
+    (a batch written to the offset log but not committed does not count)."""
+    from streamsift.runtime.otlp import committed_offsets
+
+    spark = tmp_path / "spark"
+    assert committed_offsets(spark, "t") == {}
+    (spark / "offsets").mkdir(parents=True)
+    (spark / "commits").mkdir()
+    meta = '{"batchWatermarkMs":0,"batchTimestampMs":1}'
+    for batch, offsets in ((0, {"t/0": 3, "t/1": 1}), (1, {"t/0": 7, "t/1": 2, "u/0": 9})):
+        (spark / "offsets" / str(batch)).write_text(f"v1\n{meta}\n{json.dumps(offsets)}")
+    (spark / "commits" / "0").write_text("v1\n{}")
+    assert committed_offsets(spark, "t") == {0: 3, 1: 1}
+    (spark / "commits" / "1").write_text("v1\n{}")
+    assert committed_offsets(spark, "t") == {0: 7, 1: 2}
