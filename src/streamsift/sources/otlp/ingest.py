@@ -141,6 +141,8 @@ class DurableProducer:
         self._producer.flush(DELIVERY_TIMEOUT_S)
         self._stop.set()
         self._poller.join(5)
+        if len(self._producer) == 0:  # (close would wait for what a dead broker never takes)
+            self._producer.close()  # else librdkafka keeps reconnecting until collected
 
 
 class LagProbe:
