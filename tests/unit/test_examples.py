@@ -58,3 +58,25 @@ def test_readme_demo_output_is_what_the_default_demo_prints() -> None:
     assert f"  produced {events:>24,}" in readme
     assert f"  expected unique {events - duplicates:>17,}" in readme
     assert f"  duplicates dropped {duplicates:>14,}" in readme
+
+
+@pytest.mark.parametrize(
+    ("name", "signal", "attribute"),
+    [
+        ("otel-logs.yaml", "otlp.logs", "resource_attributes.service.name"),
+        ("otel-traces.yaml", "otlp.traces", "resource_attributes.service.name"),
+        ("otel-metrics.yaml", "otlp.metrics", "resource.service.name"),
+        ("glassflow-otlp-traces-v3.json", "otlp.traces", "resource_attributes.service.name"),
+        ("glassflow-otlp-logs-v3.json", "otlp.logs", None),
+    ],
+)
+def test_otlp_examples_are_otlp_pipelines_on_the_bundled_broker(
+    name: str, signal: str, attribute: str | None
+) -> None:
+    """The OTLP examples (run end to end by tests/integration/test_otlp.py) read their
+    signal's records, and name no Kafka: the bundled broker keeps what the receiver takes."""
+    p = load_pipeline(EXAMPLES / name)
+    assert p.primary_source.type.value == signal
+    assert p.primary_source.bundled
+    if attribute is not None:  # one attribute of a map, read by the mapping
+        assert p.primary_source.schema_.field(attribute) is not None

@@ -31,6 +31,7 @@ from streamsift.api.routers import (
 )
 from streamsift.api.routers import glassflow as glassflow_api
 from streamsift.api.settings import ServiceSettings
+from streamsift.runtime.otlp import OtlpReceiver
 from streamsift.runtime.service import PipelineService
 
 # Every route may answer these, in the one error shape (api/errors.py).
@@ -51,9 +52,22 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 def _started_service(settings: ServiceSettings) -> PipelineService:
-    service = PipelineService(settings.data_dir)
+    service = PipelineService(settings.data_dir, otlp=_otlp_receiver(settings))
     service.start()
     return service
+
+
+def _otlp_receiver(settings: ServiceSettings) -> OtlpReceiver | None:
+    """The OTLP receiver on the settings' ports, started by the service with its first OTLP
+    pipeline; None when both ports are off."""
+    if settings.otlp_http_port is None and settings.otlp_grpc_port is None:
+        return None
+    return OtlpReceiver(
+        host=settings.host,
+        http_port=settings.otlp_http_port,
+        grpc_port=settings.otlp_grpc_port,
+        token=settings.token.get_secret_value() if settings.token else None,
+    )
 
 
 def create_app(

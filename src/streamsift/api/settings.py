@@ -23,3 +23,8 @@ class ServiceSettings(BaseModel):
     max_body_bytes: int = Field(default=MAX_DOCUMENT_BYTES, gt=0)
     # How long a connection probe (Kafka, ClickHouse) waits for an answer.
     probe_timeout_s: float = Field(default=10.0, gt=0)
+    # The OTLP receiver of the service's OTLP pipelines (on `host`): None turns a transport
+    # off, 0 picks a free port. `streamsift serve` passes 4318 and 4317, OTLP's own ports;
+    # the receiver listens once the service has an OTLP pipeline.
+    otlp_http_port: int | None = Field(default=None, ge=0, le=65535)
+    otlp_grpc_port: int | None = Field(default=None, ge=0, le=65535)

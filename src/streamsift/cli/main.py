@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 from streamsift import __version__
 from streamsift.cli import bench, chaos, dlq, errors, loadgen, serve
 from streamsift.cli.output import StatusLine, fail, setup_logging
-from streamsift.config import load_pipeline, read_document
+from streamsift.config import Pipeline, load_pipeline, read_document
 from streamsift.errors import StreamsiftError
 from streamsift.runtime.signals import ABORT_EXIT_CODE, AbortRequested, install_stop_handlers
 
@@ -137,20 +138,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from streamsift.runtime.pipeline import PipelineRunner
 
     pipeline = load_pipeline(args.file)
-    status = StatusLine()
-    runner = PipelineRunner(
-        pipeline, base_dir=args.data_dir, verbose=args.verbose, on_progress=status
-    )
-    install_stop_handlers(runner.stop)
-    print(
-        f"running {pipeline.name}: {pipeline.primary_source.topic} -> "
-        f"{runner.describe_sink()} table {pipeline.sink.table} (checkpoint {runner.checkpoint})",
-        file=sys.stderr,
-    )
-    try:
-        result = runner.run(until_caught_up=args.until_caught_up)
-    finally:
-        status.close()
+    with contextlib.ExitStack() as stack:
+        pipeline = otlp_receiver(stack, pipeline, args.data_dir)
+        status = StatusLine()
+        runner = PipelineRunner(
+            pipeline, base_dir=args.data_dir, verbose=args.verbose, on_progress=status
+        )
+        install_stop_handlers(runner.stop)
+        print(
+            f"running {pipeline.name}: {pipeline.primary_source.topic} -> "
+            f"{runner.describe_sink()} table {pipeline.sink.table} (checkpoint {runner.checkpoint})",
+            file=sys.stderr,
+        )
+        try:
+            result = runner.run(until_caught_up=args.until_caught_up)
+        finally:
+            status.close()
     if result.note:
         print(result.note, file=sys.stderr)
     s = result.stats
@@ -159,6 +162,41 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"DLQ {s['dlq']:,}, late {s['late']:,}"
     )
     return 0
+
+
+def otlp_receiver(stack: contextlib.ExitStack, pipeline: Pipeline, data_dir: Path) -> Pipeline:
+    """For an OTLP pipeline: the bundled broker when the source names no Kafka, and the
+    receiver, listening until the run ends. Returns the pipeline as it will run."""
+    from streamsift.runtime.otlp import otlp_source, receiver_for_run, with_bootstrap
+
+    src = otlp_source(pipeline)
+    if src is None:
+        return pipeline
+    if src.bundled:
+        from streamsift.embedded.broker import Broker
+
+        data_dir.mkdir(parents=True, exist_ok=True)
+        broker = stack.enter_context(Broker(log_path=data_dir / "bundled-broker.log"))
+        pipeline = with_bootstrap(pipeline, broker.bootstrap_servers)
+        print(
+            f"bundled Kafka broker on {broker.bootstrap_servers} (in memory: records not yet "
+            "in ClickHouse are lost if this process ends; name a Kafka in source.bootstrap_servers "
+            "to keep them)",
+            file=sys.stderr,
+        )
+    receiver = stack.enter_context(receiver_for_run(pipeline, data_dir))
+    assert receiver is not None
+    print(
+        f"OTLP receiver for {src.signal.value}: "
+        + ", ".join(
+            f"{name} on {src.receiver.host}:{port}"
+            for name, port in (("http", receiver.http_port), ("grpc", receiver.grpc_port))
+            if port is not None
+        ),
+        file=sys.stderr,
+        flush=True,
+    )
+    return pipeline
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

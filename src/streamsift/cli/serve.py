@@ -41,6 +41,21 @@ def register(subparsers: Any) -> None:
         help=f"require 'Authorization: Bearer TOKEN' on every route but health (default: "
         f"${TOKEN_ENV}, which is better: a command line is visible to other users)",
     )
+    p.add_argument(
+        "--otlp-http-port",
+        type=int,
+        default=4318,
+        help="OTLP/HTTP port of the OTLP pipelines' receiver (default 4318; 0: a free one)",
+    )
+    p.add_argument(
+        "--otlp-grpc-port",
+        type=int,
+        default=4317,
+        help="OTLP/gRPC port of the OTLP pipelines' receiver (default 4317; 0: a free one)",
+    )
+    p.add_argument(
+        "--no-otlp", action="store_true", help="run no OTLP receiver (OTLP pipelines get no data)"
+    )
     p.add_argument("--verbose", action="store_true", help="debug logging, and uvicorn's access log")
     p.set_defaults(func=cmd_serve)
 
@@ -54,7 +69,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         return fail(f"--port must be 0..65535, not {args.port}", code=2)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
-    settings = ServiceSettings(host=args.host, port=args.port, data_dir=args.data_dir, token=token)
+    for flag, value in (
+        ("--otlp-http-port", args.otlp_http_port),
+        ("--otlp-grpc-port", args.otlp_grpc_port),
+    ):
+        if not 0 <= value <= 65535:
+            return fail(f"{flag} must be 0..65535, not {value}", code=2)
+    settings = ServiceSettings(
+        host=args.host,
+        port=args.port,
+        data_dir=args.data_dir,
+        token=token,
+        otlp_http_port=None if args.no_otlp else args.otlp_http_port,
+        otlp_grpc_port=None if args.no_otlp else args.otlp_grpc_port,
+    )
     try:
         sock = socket.create_server((settings.host, settings.port))
     except OSError as exc:

@@ -24,6 +24,7 @@ def format_validation_error(exc: ValidationError) -> list[str]:
         loc = ".".join(
             f"[{p}]" if isinstance(p, int) else ("schema" if p == "schema_" else str(p))
             for p in err["loc"]
+            if not (isinstance(p, str) and p.startswith("<"))  # a union's tag, e.g. <otlp>
         ).replace(".[", "[")
         msg = err["msg"]
         for prefix in ("Value error, ", "Assertion failed, "):

@@ -11,15 +11,18 @@ from __future__ import annotations
 import re
 from enum import Enum
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    Discriminator,
     Field,
+    Tag,
     field_validator,
     model_validator,
 )
 
 from streamsift.config.base import MAX_DEDUP_WINDOW, ConfigModel, shorten
+from streamsift.config.otlp import OtlpSource, with_otlp_defaults
 from streamsift.config.rows import KAFKA_FIELDS
 from streamsift.config.sink import (
     ClickHouseConnection,
@@ -101,12 +104,28 @@ class Runtime(ConfigModel):
 # ---------------------------------------------------------------------------- pipeline
 
 
+def _source_kind(value: Any) -> str:
+    """`source` is an OTLP source when its `type` says otlp.*; else a Kafka topic."""
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    kind = getattr(kind, "value", kind)
+    return (
+        "<otlp>" if isinstance(kind, str) and kind.strip().lower().startswith("otlp") else "<kafka>"
+    )
+
+
+# Tags start with "<": error paths leave them out (config/errors.py).
+SingleSource = Annotated[
+    Annotated[OtlpSource, Tag("<otlp>")] | Annotated[KafkaSource, Tag("<kafka>")],
+    Discriminator(_source_kind),
+]
+
+
 class Pipeline(ConfigModel):
     """A whole pipeline document (format version 1): one `source`, or two `sources` + `join`."""
 
     version: Literal[1] = 1
     name: str
-    source_: KafkaSource | None = Field(default=None, alias="source")
+    source_: SingleSource | None = Field(default=None, alias="source")
     sources: tuple[JoinSource, ...] | None = None
     dedup: Dedup | None = None
     join: Join | None = None
@@ -124,6 +143,13 @@ class Pipeline(ConfigModel):
                 f"{shorten(v)} is not a pipeline name: letters, digits, _ and -, at most 100"
             )
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _otlp_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict) and _source_kind(data.get("source")) == "<otlp>":
+            return with_otlp_defaults(data)
+        return data
 
     @model_validator(mode="after")
     def _cross_check(self) -> Pipeline:

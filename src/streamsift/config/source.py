@@ -7,7 +7,7 @@ from datetime import timedelta
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import (
     BeforeValidator,
@@ -170,6 +170,9 @@ class Schema(ConfigModel):
     fields: tuple[SchemaField, ...] = Field(min_length=1)
     event_time: str | None = None
     max_future_skew: FutureSkew = DEFAULT_MAX_FUTURE_SKEW
+    # True where records hold maps whose keys contain dots (OTLP attributes): a field
+    # `attributes.http.method` then reads key `http.method` of map field `attributes`.
+    literal_dots: ClassVar[bool] = False
 
     @model_validator(mode="after")
     def _check(self) -> Schema:
@@ -189,7 +192,7 @@ class Schema(ConfigModel):
                     f"field name {f.name!r} is reserved for the pipeline's own columns; "
                     f"the Kafka metadata is available as {', '.join(others)} and {last}"
                 )
-        for other in names:
+        for other in names if not self.literal_dots else ():
             parts = other.split(".")
             for depth in range(1, len(parts)):
                 path = ".".join(parts[:depth])

@@ -74,6 +74,7 @@ class SourceProcessor:
     mode: str = "first"
     keep_raw: bool = False
     max_future_skew_us: int | None = None  # None: event time may run ahead without limit
+    literal_dots: bool = False  # keys with dots in the payload's maps (OTLP attributes)
 
     @classmethod
     def build(
@@ -100,6 +101,7 @@ class SourceProcessor:
             mode=mode,
             keep_raw=keep_raw,
             max_future_skew_us=None if skew is None else int(skew.total_seconds() * 1_000_000),
+            literal_dots=schema.literal_dots,
         )
 
     @property
@@ -128,7 +130,7 @@ class SourceProcessor:
         n = len(records.offsets)
         if n == 0:
             return
-        result = JsonParser(self.fields).parse(records.values)
+        result = JsonParser(self.fields, self.literal_dots).parse(records.values)
         required = required_fields(self.dedup_keys, self.event_time)
         if required:
             require_present(result, records.values, required)

@@ -27,10 +27,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.loader import is_glassflow
 from streamsift.config.models import Pipeline
-from streamsift.errors import ConflictError
+from streamsift.errors import ConflictError, StreamsiftError
 from streamsift.runtime.dead_letters import DeadLetters, open_dead_letters
 from streamsift.runtime.edits import keep_masked_secrets, state_changes
 from streamsift.runtime.endpoints import EmbeddedEndpoints, served_document
@@ -41,6 +43,7 @@ from streamsift.runtime.lifecycle import (
     check_at_rest,
     check_transition,
 )
+from streamsift.runtime.otlp import OtlpReceiver, ServiceOtlp, otlp_source
 from streamsift.runtime.store import PipelineRecord, StatusChange, Store
 from streamsift.runtime.supervisor import LOG_FILE, Supervisor
 
@@ -87,9 +90,13 @@ class PipelineService:
     (docs/operations.md, "Service").
     """
 
-    def __init__(self, data_dir: Path, driver_inserts: bool = True) -> None:
+    def __init__(
+        self, data_dir: Path, driver_inserts: bool = True, otlp: OtlpReceiver | None = None
+    ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.driver_inserts = driver_inserts
+        # The OTLP receiver of its OTLP pipelines, started with the first of them, if any.
+        self.otlp = ServiceOtlp(otlp, self.data_dir) if otlp is not None else None
         self.store = Store(self.data_dir)
         self.endpoints = EmbeddedEndpoints(self.data_dir)
         self.supervisor = Supervisor(self.data_dir, self._on_running, self._on_exit)
@@ -103,6 +110,10 @@ class PipelineService:
         with self._lock:
             for record in self.store.list():
                 self._recover(record)
+                try:
+                    self._route_otlp(record.id)
+                except (StreamsiftError, KafkaException) as exc:
+                    log.warning("pipeline %s: no OTLP route: %s", record.id, exc)
         self.supervisor.start()
 
     def close(self, stop_all: bool = False) -> None:
@@ -125,6 +136,8 @@ class PipelineService:
         self.supervisor.close()
         if not self.supervisor.running():
             self.endpoints.stop_all()
+        if self.otlp is not None:
+            self.otlp.close()
         self.store.close()
 
     # ------------------------------------------------------------------ requests
@@ -215,6 +228,8 @@ class PipelineService:
         with self._lock:
             check_at_rest(pipeline_id, self.store.get(pipeline_id).state, "deleted")
             self.store.delete(pipeline_id)
+            if self.otlp is not None:
+                self.otlp.forget(pipeline_id)
             shutil.rmtree(self.supervisor.directory(pipeline_id), ignore_errors=True)
 
     def status(self, pipeline_id: str) -> PipelineStatus:
@@ -270,8 +285,30 @@ class PipelineService:
                 pipeline_id, State.FAILED, error=f"embedded ClickHouse did not start: {exc}"
             )
             return
+        if self.otlp is not None:
+            try:
+                doc = self._route_otlp(pipeline_id, doc)
+            except (StreamsiftError, KafkaException, OSError) as exc:
+                self.store.set_state(
+                    pipeline_id, State.FAILED, error=f"the OTLP receiver cannot route it: {exc}"
+                )
+                return
         pid = self.supervisor.launch(pipeline_id, doc, embedded and self.driver_inserts)
         self.store.set_worker_pid(pipeline_id, pid)
+
+    def _route_otlp(self, pipeline_id: str, doc: dict[str, Any] | None = None) -> dict[str, Any]:
+        """An OTLP pipeline's receiver route (its document, with a bundled source on the
+        service's bundled broker, is what its worker runs)."""
+        if doc is None:
+            doc = self.store.document(pipeline_id, reveal_secrets=True)
+        pipeline = parse_pipeline(doc)
+        if self.otlp is None or otlp_source(pipeline) is None:
+            return doc
+        doc = self.otlp.served(doc, pipeline)
+        served = parse_pipeline(doc)
+        checkpoint = served.checkpoint_dir(self.supervisor.directory(pipeline_id)).resolve()
+        self.otlp.route(pipeline_id, served, checkpoint)
+        return doc
 
     def _served(self, doc: dict[str, Any], pipeline: Pipeline) -> dict[str, Any]:
         path = pipeline.sink.clickhouse.path

@@ -142,12 +142,18 @@ def convert_value(value: Any, ftype: FieldType) -> Any:
 
 
 class JsonParser:
-    """Parses batches of JSON payloads into the columns of `fields`."""
+    """Parses batches of JSON payloads into the columns of `fields`.
 
-    def __init__(self, fields: Sequence[FieldSpec]) -> None:
+    `literal_dots`: objects may have keys with dots (OTLP attribute maps): a path step that
+    is missing then tries the rest of the path as one key (`attributes.http.method` reads
+    key `http.method`). pyarrow's reader cannot, so such batches parse record by record.
+    """
+
+    def __init__(self, fields: Sequence[FieldSpec], literal_dots: bool = False) -> None:
         self.fields = tuple(fields)
+        self.literal_dots = literal_dots
         self.schema = pa.schema([pa.field(f.column, ARROW_TYPES[f.type]) for f in self.fields])
-        self._fast = all(f.type in _FAST_TYPES for f in self.fields)
+        self._fast = not literal_dots and all(f.type in _FAST_TYPES for f in self.fields)
         self._nested = _nested_schema(self.fields) if self._fast else None
 
     def parse(self, values: Sequence[bytes | None]) -> ParseResult:
@@ -206,7 +212,7 @@ class JsonParser:
         out: dict[str, Any] = {}
         for f in self.fields:
             try:
-                out[f.column] = convert_value(lookup(doc, f.parts), f.type)
+                out[f.column] = convert_value(lookup(doc, f.parts, self.literal_dots), f.type)
             except ValueTypeError as exc:
                 return None, f"field '{f.path}': {exc}"
         return out, None
@@ -232,9 +238,10 @@ def decode_object(raw: bytes | None) -> tuple[dict[str, Any] | None, str | None]
     return doc, None
 
 
-def lookup(doc: dict[str, Any], parts: Sequence[str]) -> Any:
+def lookup(doc: dict[str, Any], parts: Sequence[str], literal_dots: bool = False) -> Any:
     """The value at a dot path: None when a step is missing or null; a step that is a
-    scalar or an array where an object is needed is a type mismatch, at any depth."""
+    scalar or an array where an object is needed is a type mismatch, at any depth.
+    `literal_dots`: see `JsonParser`."""
     value: Any = doc
     for depth, part in enumerate(parts):
         if value is None:
@@ -242,6 +249,8 @@ def lookup(doc: dict[str, Any], parts: Sequence[str]) -> Any:
         if not isinstance(value, dict):
             parent = ".".join(parts[:depth])
             raise ValueTypeError(f"'{parent}' is {_json_kind(value)}, expected an object")
+        if literal_dots and part not in value and depth < len(parts) - 1:
+            return value.get(".".join(parts[depth:]))
         value = value.get(part)
     return value
 

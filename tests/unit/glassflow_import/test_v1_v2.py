@@ -160,7 +160,7 @@ def test_disabled_filter_is_fine() -> None:
 def test_v2_otlp_source_is_refused() -> None:
     doc = changed(example("v2"), "source.type", "otlp.traces")
     assert problems(doc) == [
-        "source.type: OTLP sources (otlp.traces) are not supported yet; streamsift reads JSON messages from a Kafka topic"
+        "source.type: OTLP sources are read from v3 documents (version: v3); this one is v2"
     ]
 
 

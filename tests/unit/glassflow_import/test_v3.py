@@ -58,16 +58,66 @@ def test_v3_filter_and_stateless_are_translated() -> None:
     assert parse_pipeline(doc).filter == out["filter"]
 
 
-def test_otlp_source_is_refused() -> None:
+def test_otlp_source_imports_with_its_predefined_fields() -> None:
+    sink = copy.deepcopy(example("v3")["sink"])
+    sink["mapping"] = [
+        {"name": "body", "column_name": "Body", "column_type": "String"},
+        {"name": "resource_attributes.service.name", "column_name": "Svc", "column_type": "String"},
+    ]
     doc = {
         "version": "v3",
         "pipeline_id": "otel-logs",
         "sources": [{"type": "otlp.logs", "source_id": "logs"}],
-        "sink": copy.deepcopy(example("v3")["sink"]),
+        "sink": sink,
+    }
+    pipeline = parse_pipeline(doc)
+    assert pipeline.primary_source.type.value == "otlp.logs"
+    assert pipeline.primary_source.topic == "streamsift-otlp-otel-logs-logs"
+    assert pipeline.primary_source.schema_.field("resource_attributes.service.name") is not None
+
+
+def test_otlp_dedup_on_a_composite_key_of_fields() -> None:
+    """GlassFlow's OTLP example dedups on an expr-lang map of fields: our key list."""
+    sink = copy.deepcopy(example("v3")["sink"])
+    sink["mapping"] = [{"name": "span_id", "column_name": "SpanId", "column_type": "String"}]
+    doc = {
+        "version": "v3",
+        "pipeline_id": "otel-traces",
+        "sources": [{"type": "otlp.traces", "source_id": "traces"}],
+        "transforms": [
+            {
+                "type": "dedup",
+                "source_id": "traces",
+                "config": {"key": '{"trace_id":trace_id, "span_id":span_id}', "time_window": "1h"},
+            }
+        ],
+        "sink": sink,
+    }
+    assert parse_pipeline(doc).dedup.key == ("trace_id", "span_id")
+    doc["transforms"][0]["config"]["key"] = '{"trace_id":trace_id,"x":x}'
+    assert problems(doc) == [
+        "transforms[0].config.key: dedup key 'x' not found in schema_fields for source 'traces'"
+    ]
+
+
+def test_otlp_source_refusals_name_the_field() -> None:
+    sink = copy.deepcopy(example("v3")["sink"])
+    doc = {
+        "version": "v3",
+        "pipeline_id": "otel-logs",
+        "sources": [{"type": "otlp.profiles", "source_id": "p"}],
+        "sink": sink,
     }
     assert problems(doc) == [
-        "sources[0].type: OTLP sources (otlp.logs) are not supported yet; streamsift reads JSON messages from a Kafka topic"
+        "sources[0].type: unsupported source type 'otlp.profiles'; use kafka, otlp.logs, "
+        "otlp.traces or otlp.metrics"
     ]
+    doc["sources"] = [{"type": "otlp.logs", "source_id": "logs", "topic": "t"}]
+    assert "sources[0].topic: an OTLP source must not declare topic" in problems(doc)
+    assert (
+        "sink.mapping[0].name: mapping field 'event_id' not found in schema for source_id 'logs'"
+        in problems(doc)
+    )
 
 
 def test_schema_registry_is_refused() -> None:

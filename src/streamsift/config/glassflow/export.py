@@ -31,6 +31,7 @@ from streamsift.config.models import (
     KafkaSource,
     Pipeline,
 )
+from streamsift.config.otlp import OtlpSource
 from streamsift.config.types import CHType, FieldType, parse_clickhouse_type
 
 EMBEDDED_HOST = "embedded"
@@ -172,6 +173,8 @@ def export_v3(pipeline: Pipeline, display_name: str | None = None) -> V3Export:
 
 
 def _source(src: KafkaSource, where: str, notes: list[str]) -> dict[str, Any]:
+    if isinstance(src, OtlpSource):  # GlassFlow's OTLP source: its schema is predefined
+        return {"type": src.signal.value, "source_id": src.id}
     security = src.security
     conn: dict[str, Any] = {
         "brokers": src.bootstrap_servers.split(","),

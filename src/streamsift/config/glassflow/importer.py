@@ -14,6 +14,7 @@ from streamsift.config.glassflow.joins import join_enabled
 from streamsift.config.glassflow.legacy import convert_legacy
 from streamsift.config.glassflow.legacy_common import refuse_legacy
 from streamsift.config.glassflow.legacy_join import legacy_join
+from streamsift.config.glassflow.otlp import with_v3_sources
 from streamsift.config.glassflow.reader import Reader
 from streamsift.config.glassflow.v3 import convert_v3, refuse_v3, v3_join
 
@@ -54,6 +55,8 @@ def import_glassflow(doc: dict[str, Any], *, create_table: bool = False) -> Glas
     if not isinstance(doc, dict):
         raise ConfigError("a GlassFlow pipeline must be a JSON object")
     version = glassflow_version(doc)
+    if version == "v3":
+        doc = with_v3_sources(doc)
     reader = Reader(doc, version)
     name = pipeline_name(reader)
     document = _convert(reader, name, create_table)

@@ -15,13 +15,13 @@ _CLIENT_CERTIFICATE_KEYS = ("client_cert", "client_key", "tls_cert", "tls_key")
 
 
 def refuse_source_kind(kind_value: object, path: str) -> list[str]:
-    """The refusal of an OTLP source (`type: otlp.*`), if it is one."""
+    """The refusal of a source type other than kafka and the three OTLP signals."""
     kind = str(kind_value or "kafka").strip().lower()
-    if not kind.startswith("otlp"):
+    if kind in ("kafka", "otlp.logs", "otlp.traces", "otlp.metrics"):
         return []
     return [
-        f"{path}.type: OTLP sources ({kind}) are not supported yet; "
-        "streamsift reads JSON messages from a Kafka topic"
+        f"{path}.type: unsupported source type {kind!r}; use kafka, otlp.logs, otlp.traces "
+        "or otlp.metrics"
     ]
 
 

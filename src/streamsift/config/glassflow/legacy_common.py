@@ -24,6 +24,11 @@ def refuse_legacy(r: Reader) -> None:
     source = r.doc.get("source")
     if isinstance(source, dict):
         refused.extend(refuse_source_kind(source.get("type"), "source"))
+        if str(source.get("type", "")).strip().lower().startswith("otlp"):
+            refused.append(
+                "source.type: OTLP sources are read from v3 documents (version: v3); "
+                f"this one is {r.version}"
+            )
         topics = source.get("topics")
         if isinstance(topics, list):
             for i, topic in enumerate(topics):

@@ -16,6 +16,7 @@ from streamsift.config.glassflow.joins import (
     join_side,
 )
 from streamsift.config.glassflow.kafka import kafka_source, refuse_source_extras, refuse_source_kind
+from streamsift.config.glassflow.otlp import is_otlp_source, otlp_source
 from streamsift.config.glassflow.reader import Reader
 from streamsift.config.glassflow.schema import Field, read_schema
 from streamsift.config.glassflow.transforms import read_filter, read_stateless
@@ -39,7 +40,8 @@ def refuse_v3(r: Reader) -> None:
             if not isinstance(src, dict):
                 continue
             refused.extend(refuse_source_kind(src.get("type"), f"sources[{i}]"))
-            refused.extend(refuse_source_extras(src, f"sources[{i}]"))
+            if not is_otlp_source(src):  # otlp.py names what an OTLP source must not have
+                refused.extend(refuse_source_extras(src, f"sources[{i}]"))
         if len(sources) > 1 and not joined:
             refused.append(
                 f"sources: pipelines with {len(sources)} sources are not supported yet; "
@@ -98,10 +100,13 @@ def v3_source_and_transforms(
     source_id = r.text(
         src, "source_id", f"{path}.source_id", empty="source at index 0 has empty source_id"
     )
-    conn = r.obj(src, "connection_params", f"{path}.connection_params", required=False)
-    if conn is None and "connection_params" not in src:
-        r.problem(f"{path}.connection_params", "kafka source must declare connection_params")
-    source, fields = v3_source(r, src, path, source_id, conn)
+    if is_otlp_source(src):
+        source, fields = otlp_source(r, src, path, source_id)
+    else:
+        conn = r.obj(src, "connection_params", f"{path}.connection_params", required=False)
+        if conn is None and "connection_params" not in src:
+            r.problem(f"{path}.connection_params", "kafka source must declare connection_params")
+        source, fields = v3_source(r, src, path, source_id, conn)
     dedup = None
     transforms = r.array(r.doc, "transforms", "transforms", required=False) or []
     for i, tpath, tr in r.objects(transforms, "transforms", "{type, source_id, config}"):
