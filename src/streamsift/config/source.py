@@ -7,7 +7,7 @@ from datetime import timedelta
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import (
     BeforeValidator,
@@ -28,6 +28,7 @@ from streamsift.config.base import (
     shorten,
 )
 from streamsift.config.durations import format_duration, parse_duration
+from streamsift.config.registry_client import RegistryClient
 from streamsift.config.rows import KAFKA_FIELDS, RESERVED_COLUMNS
 from streamsift.config.types import (
     FieldType,
@@ -166,13 +167,73 @@ FutureSkew = Annotated[
 DEFAULT_MAX_FUTURE_SKEW = timedelta(minutes=5)
 
 
+class SourceFormat(str, Enum):
+    """How message values are encoded: JSON text, or Avro / Protobuf in the Confluent wire
+    format (magic byte, schema id; Protobuf adds message indexes) with a schema registry."""
+
+    JSON = "json"
+    AVRO = "avro"
+    PROTOBUF = "protobuf"
+
+
+class SchemaRegistry(ConfigModel):
+    """A Confluent-compatible schema registry; `password` is a secret (redacted, sealed)."""
+
+    url: str
+    username: str | None = None
+    password: SecretStr | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        v = v.strip()
+        scheme, _, rest = v.partition("://")
+        if scheme.lower() not in ("http", "https") or not rest.split("/")[0]:
+            raise ValueError(f"{shorten(v)} is not an http(s) URL, e.g. http://registry:8081")
+        if "@" in rest.split("/")[0]:
+            raise ValueError("put the credentials in username and password, not in the URL")
+        return v.rstrip("/")
+
+    @model_validator(mode="after")
+    def _check(self) -> SchemaRegistry:
+        if self.password is not None and not self.username:
+            raise ValueError("username is required with a password")
+        return self
+
+
+class RegistrySubject(ConfigModel):
+    """Where `schema.from_registry` takes the fields from: a subject's schema at a version
+    (default: the topic's value subject, `<topic>-value`, latest version); for Protobuf,
+    which message of the schema (default the first)."""
+
+    subject: str | None = None
+    version: int | Literal["latest"] = "latest"
+    message: str | None = None
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("versions count from 1; write latest for the newest")
+        return v
+
+
 class Schema(ConfigModel):
-    fields: tuple[SchemaField, ...] = Field(min_length=1)
+    fields: tuple[SchemaField, ...] = ()
     event_time: str | None = None
     max_future_skew: FutureSkew = DEFAULT_MAX_FUTURE_SKEW
+    # Fields taken from the registry when the document is loaded (config/registry_resolve.py)
+    from_registry: RegistrySubject | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Schema:
+        if not self.fields:
+            raise ValueError(
+                "fields: list at least one field, or take them from the registry with from_registry"
+                if self.from_registry is None
+                else "from_registry: the registry's fields were not loaded (load the document "
+                "with streamsift's loader, which asks the registry)"
+            )
         # linear in the number of fields: documents with thousands of fields are real
         names = Counter(f.name for f in self.fields)
         dupes = sorted(n for n, count in names.items() if count > 1)
@@ -234,7 +295,37 @@ class KafkaSource(ConfigModel):
     security: KafkaSecurity = KafkaSecurity()
     properties: dict[str, str] = Field(default_factory=dict)
     connect_timeout: Duration = timedelta(seconds=30)
+    format: SourceFormat = SourceFormat.JSON
+    schema_registry: SchemaRegistry | None = None
     schema_: Schema = Field(alias="schema")
+
+    @model_validator(mode="after")
+    def _check_format(self) -> KafkaSource:
+        registry = self.format is not SourceFormat.JSON
+        if registry and self.schema_registry is None:
+            raise ValueError(
+                f"schema_registry: required with format {self.format.value} (messages carry a "
+                "schema id; streamsift fetches each schema from the registry)"
+            )
+        if not registry and self.schema_registry is not None:
+            raise ValueError("schema_registry: used only with format avro or protobuf")
+        if self.schema_.from_registry is not None and not registry:
+            raise ValueError("schema.from_registry: needs format avro or protobuf")
+        return self
+
+    def registry_client(self) -> RegistryClient | None:
+        """The client of `schema_registry` (holds the password: never log it)."""
+        reg = self.schema_registry
+        if reg is None:
+            return None
+        password = reg.password.get_secret_value() if reg.password is not None else None
+        return RegistryClient(reg.url, reg.username, password)
+
+    @property
+    def registry_subject(self) -> str:
+        """The subject `schema.from_registry` reads (TopicNameStrategy by default)."""
+        sub = self.schema_.from_registry
+        return (sub.subject if sub and sub.subject else None) or f"{self.topic}-value"
 
     @field_validator("bootstrap_servers", mode="before")
     @classmethod

@@ -104,7 +104,12 @@ def read_source(
     from pyspark.sql import functions as F
 
     processor = SourceProcessor.build(
-        src.schema_, dedup, checkpoint / "dedup", keep_raw=not stage.empty
+        src.schema_,
+        dedup,
+        checkpoint / "dedup",
+        keep_raw=not stage.empty,
+        source_format=src.format.value,
+        registry=src.registry_client(),
     )
     spec = read_spec(pipeline, src)
     if new_query:

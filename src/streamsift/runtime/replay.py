@@ -48,10 +48,10 @@ from streamsift.sinks.dlq_store import (
 )
 from streamsift.transforms.parse import (
     FieldSpec,
-    JsonParser,
     require_present,
     required_fields,
 )
+from streamsift.transforms.registry_decode import make_parser
 
 log = logging.getLogger("streamsift.runtime")
 
@@ -173,7 +173,10 @@ class Replayer:
         self.fingerprint = pipeline_fingerprint(pipeline)
         schema = _only_source(pipeline).schema_
         self._specs = {f.name: FieldSpec(f.name, f.column, f.type) for f in schema.fields}
-        self._parser = JsonParser(list(self._specs.values()))
+        source = _only_source(pipeline)
+        self._parser = make_parser(
+            list(self._specs.values()), source.format.value, source.registry_client()
+        )
         self._required = required_fields(
             [self._specs[k] for k in pipeline.dedup.key] if pipeline.dedup else [],
             self._specs[schema.event_time] if schema.event_time else None,
