@@ -186,9 +186,8 @@ def _is_scalar(kind: Any, types: dict[str, Any]) -> bool:
 # -------------------------------------------------------------------------- Protobuf
 
 # Files every pool gets: the well-known types a schema may import without a reference.
-_WELL_KNOWN_MODULES = (
+_WELL_KNOWN_MODULES = (  # dependencies first: a pool loads a file after its imports
     "any_pb2",
-    "api_pb2",
     "descriptor_pb2",
     "duration_pb2",
     "empty_pb2",
@@ -197,6 +196,7 @@ _WELL_KNOWN_MODULES = (
     "struct_pb2",
     "timestamp_pb2",
     "type_pb2",
+    "api_pb2",
     "wrappers_pb2",
 )
 WRAPPER_TYPES: dict[str, FieldType] = {
@@ -315,7 +315,7 @@ def _walk_message(message: Any, prefix: str, stack: tuple[str, ...], out: FieldL
 
 
 def _is_repeated(fd: Any) -> bool:
-    return bool(getattr(fd, "is_repeated", False)) or fd.label == fd.LABEL_REPEATED
+    return bool(fd.is_repeated)
 
 
 def protobuf_field_type(fd: Any) -> FieldType:

@@ -165,7 +165,7 @@ def _is_special(fd: Any) -> bool:
 
 
 def _repeated(fd: Any) -> bool:
-    return bool(getattr(fd, "is_repeated", False)) or fd.label == fd.LABEL_REPEATED
+    return bool(fd.is_repeated)
 
 
 def proto_value(value: Any, fd: Any) -> Any:
