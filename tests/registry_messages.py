@@ -13,8 +13,13 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
-from google.protobuf import wrappers_pb2
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    message_factory,
+    timestamp_pb2,
+    wrappers_pb2,
+)
 
 UTC = timezone.utc
 T0 = datetime(2026, 3, 1, 12, 0, 0, 123000, tzinfo=UTC)
