@@ -114,10 +114,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from streamsift.config.summary import summary  # pydantic loads only when needed
+    from streamsift.config.summary import registry_schemas, summary  # pydantic on demand
 
     pipeline = load_pipeline(args.file)
     print(f"ok: {pipeline.name}: {summary(pipeline)}")
+    for line in registry_schemas(pipeline):
+        print(line)
     return 0
 
 
