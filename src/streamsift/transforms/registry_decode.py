@@ -194,6 +194,7 @@ class RegistryParser:
         self.schema = pa.schema([pa.field(f.column, ARROW_TYPES[f.type]) for f in self.fields])
         self._lookup = record_lookup if fmt == "avro" else message_lookup
         self._decoders: dict[int, Any] = {}
+        self._paths = [(f, f.parts) for f in self.fields]
 
     def parse(self, values: Sequence[bytes | None]) -> ParseResult:
         rows: list[list[Any]] = [[] for _ in self.fields]
@@ -203,7 +204,7 @@ class RegistryParser:
             error = None
             try:
                 decoded = self._decode(raw, refused)
-                out = [self._value(decoded, f) for f in self.fields]
+                out = [self._value(decoded, f, parts) for f, parts in self._paths]
             except DecodeFailure as exc:
                 error, out = str(exc), [None] * len(self.fields)
             errors.append(error)
@@ -228,9 +229,9 @@ class RegistryParser:
                 raise DecodeFailure(reason) from None
         return decoder.decode(body)
 
-    def _value(self, decoded: Any, f: FieldSpec) -> Any:
+    def _value(self, decoded: Any, f: FieldSpec, parts: tuple[str, ...]) -> Any:
         try:
-            return field_value(self._lookup(decoded, f.parts), f.type)
+            return field_value(self._lookup(decoded, parts), f.type)
         except ValueTypeError as exc:
             raise DecodeFailure(f"field '{f.path}': {exc}") from None
 
