@@ -67,8 +67,21 @@ def _fields_of(src: dict[str, Any], path: str) -> list[dict[str, str]]:
     )
     subject = sub.get("subject") or f"{src.get('topic')}-value"
     version = sub.get("version", "latest")
+    key = (client.url, client.username, fmt, str(subject), str(version), sub.get("message"))
     try:
         _, fields = registry_fields(client, fmt, str(subject), version, sub.get("message"))
     except (RegistryError, RegistryUnavailable) as exc:
+        if password == MASKED and key in _RESOLVED:
+            return _RESOLVED[key]  # a document shown with its secrets masked (the service)
         raise ConfigError(f"{path}.schema.from_registry: {exc.message}") from None
-    return [{"name": name, "type": ftype.value} for name, ftype in fields]
+    resolved = [{"name": name, "type": ftype.value} for name, ftype in fields]
+    if password != MASKED:
+        _RESOLVED[key] = resolved
+    return resolved
+
+
+# The service shows stored documents with each secret as "***" (runtime/secret_box.py); such a
+# document cannot log in to the registry, so it gets the fields this process last derived
+# with the real password for the same registry, user and subject.
+MASKED = "***"
+_RESOLVED: dict[tuple[object, ...], list[dict[str, str]]] = {}

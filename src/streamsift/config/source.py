@@ -225,6 +225,11 @@ class Schema(ConfigModel):
     # Fields taken from the registry when the document is loaded (config/registry_resolve.py)
     from_registry: RegistrySubject | None = None
 
+    @field_validator("from_registry", mode="before")
+    @classmethod
+    def _from_registry(cls, v: object) -> object:
+        return {} if v is True else None if v is False else v
+
     @model_validator(mode="after")
     def _check(self) -> Schema:
         if not self.fields:
