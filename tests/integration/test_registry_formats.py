@@ -24,6 +24,7 @@ from registry_messages import (
 )
 from streamsift.config import parse_pipeline
 from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.runtime.replay import Replayer
 from streamsift.sinks.dlq_store import DlqStore
 from streamsift.sinks.errors import SinkError
 
@@ -155,6 +156,11 @@ def test_avro_fields_from_registry_exact_rows_dlq_and_evolution_mid_stream(
     assert f"schema id {good_id}" in letters[b"garbage"].error
     assert letters[b"json"].error_class == "not_wire_format"
     assert letters[b"garbage"].payload == bad[b"garbage"]  # the original bytes
+    # `dlq replay` decodes dead letters with the same parser: the same reasons again
+    report = Replayer(pipeline, runner.writer).run()
+    assert (report.replayed, report.still_failing) == (0, len(bad))
+    again = {x.key: (x.error_class, x.error) for x in store.pending(100)}
+    assert again == {k: (x.error_class, x.error) for k, x in letters.items()}
 
 
 def test_protobuf_rows_exact_with_a_field_added_mid_stream(
