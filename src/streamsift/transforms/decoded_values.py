@@ -86,6 +86,15 @@ def _element(value: Any) -> str | None:
     return json_text(value)
 
 
+# Python types that are already in a field type's Arrow-ready form (checked with `type(v) is`).
+READY: dict[FieldType, type] = {
+    FieldType.STRING: str,
+    FieldType.FLOAT: float,
+    FieldType.BOOL: bool,
+    FieldType.JSON: str,
+}
+
+
 def field_value(value: Any, ftype: FieldType) -> Any:
     """A decoded value in the Arrow-ready form of `ftype`; ValueTypeError when it cannot be."""
     if value is None:
@@ -121,20 +130,6 @@ def field_value(value: Any, ftype: FieldType) -> Any:
     elif ftype is FieldType.JSON:
         return value if isinstance(value, str) else json_text(value)
     raise ValueTypeError(f"expected {ftype.value}, got {_kind(value)}")
-
-
-def record_lookup(record: Any, parts: tuple[str, ...]) -> Any:
-    """The value at a dot path of a decoded Avro record; None where a step is absent (a
-    field the writer's schema does not have) or null."""
-    value = record
-    for depth, part in enumerate(parts):
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            parent = ".".join(parts[:depth])
-            raise ValueTypeError(f"'{parent}' is {_kind(value)}, expected a record")
-        value = value.get(part)
-    return value
 
 
 def message_lookup(message: Any, parts: tuple[str, ...]) -> Any:

@@ -21,13 +21,14 @@ from typing import Any
 import pyarrow as pa
 
 from streamsift.config.registry_client import RegistryClient, RegistryError
-from streamsift.transforms.decoded_values import field_value, message_lookup, record_lookup
+from streamsift.transforms.decoded_values import READY, field_value, message_lookup
 from streamsift.transforms.parse import (
     ARROW_TYPES,
     FieldSpec,
     JsonParser,
     ParseResult,
     ValueTypeError,
+    lookup,
 )
 
 MAGIC = 0
@@ -192,9 +193,9 @@ class RegistryParser:
         self.fmt = fmt
         self.client = client
         self.schema = pa.schema([pa.field(f.column, ARROW_TYPES[f.type]) for f in self.fields])
-        self._lookup = record_lookup if fmt == "avro" else message_lookup
+        self._lookup = lookup if fmt == "avro" else message_lookup
         self._decoders: dict[int, Any] = {}
-        self._paths = [(f, f.parts) for f in self.fields]
+        self._paths = [(f, f.parts, READY.get(f.type)) for f in self.fields]
 
     def parse(self, values: Sequence[bytes | None]) -> ParseResult:
         rows: list[list[Any]] = [[] for _ in self.fields]
@@ -204,7 +205,7 @@ class RegistryParser:
             error = None
             try:
                 decoded = self._decode(raw, refused)
-                out = [self._value(decoded, f, parts) for f, parts in self._paths]
+                out = [self._value(decoded, f, parts, ready) for f, parts, ready in self._paths]
             except DecodeFailure as exc:
                 error, out = str(exc), [None] * len(self.fields)
             errors.append(error)
@@ -229,9 +230,15 @@ class RegistryParser:
                 raise DecodeFailure(reason) from None
         return decoder.decode(body)
 
-    def _value(self, decoded: Any, f: FieldSpec, parts: tuple[str, ...]) -> Any:
+    def _value(self, decoded: Any, f: FieldSpec, parts: tuple[str, ...], ready: Any) -> Any:
         try:
-            return field_value(self._lookup(decoded, parts), f.type)
+            if len(parts) == 1 and type(decoded) is dict:  # a top-level Avro field
+                value = decoded.get(parts[0])
+            else:
+                value = self._lookup(decoded, parts)
+            if value is None or type(value) is ready:
+                return value
+            return field_value(value, f.type)
         except ValueTypeError as exc:
             raise DecodeFailure(f"field '{f.path}': {exc}") from None
 
