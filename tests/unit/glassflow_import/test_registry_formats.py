@@ -75,3 +75,21 @@ def test_inline_avro_without_registry_and_unknown_formats_are_refused() -> None:
     odd = changed(example("v3"), "sources[0].format", "thrift")
     assert problems(odd)[0].startswith("sources[0].format: 'thrift' messages are not supported")
     json.dumps(inline)  # the documents stay plain JSON
+
+
+def test_an_avro_pipeline_exports_back_with_its_format_and_registry() -> None:
+    from streamsift.config.glassflow.export import export_v3
+
+    registry = {"url": "http://registry:8081", "api_key": "KEY", "api_secret": "SECRET"}
+    pipeline = parse_pipeline(with_format("avro", registry, avro_order_schema()))
+    src = export_v3(pipeline).document["sources"][0]
+    assert (src["format"], src["schema_registry"]) == ("avro", registry)
+    again = parse_pipeline(export_v3(pipeline).document).primary_source
+    assert (
+        again.format.value == "avro"
+        and again.schema_registry == pipeline.primary_source.schema_registry
+    )
+    # (timestamps export as strings: GlassFlow's v3 has no timestamp type, as for JSON sources)
+    assert [f.name for f in again.schema_.fields] == [
+        f.name for f in pipeline.primary_source.schema_.fields
+    ]
