@@ -191,3 +191,91 @@ def test_protobuf_garbage_and_a_type_mismatch(schema_registry) -> None:
     wrong = RegistryParser(specs([("qty", FieldType.BOOL)]), "protobuf", client).parse([good])
     assert wrong.errors == ["field 'qty': expected bool, got a number"]
     assert decode_error_class(wrong.errors[0]) is None  # the DLQ calls it type_mismatch
+
+
+def test_types_without_a_field_type_of_their_own_become_json(schema_registry) -> None:
+    schema = {
+        "type": "record",
+        "name": "Node",
+        "fields": [
+            {"name": "either", "type": ["null", "string", "long"]},
+            {"name": "items", "type": {"type": "array", "items": {
+                "type": "record", "name": "Item", "fields": [{"name": "sku", "type": "string"}]}}},
+            {"name": "next", "type": ["null", "Node"], "default": None},
+            {"name": "when", "type": {"type": "int", "logicalType": "time-millis"}},
+        ],
+    }  # fmt: skip
+    derived = avro_fields(schema)
+    assert derived == [
+        ("either", FieldType.JSON),
+        ("items", FieldType.JSON),
+        ("next", FieldType.JSON),  # recursive: no fixed depth to flatten
+        ("when", FieldType.STRING),
+    ]
+    from datetime import time
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+
+    ser = AvroSerializer(SchemaRegistryClient({"url": schema_registry.url}), json.dumps(schema))
+    value = {
+        "either": 5,
+        "items": [{"sku": "a"}, {"sku": "b"}],
+        "next": {"either": "x", "items": [], "next": None, "when": time(1, 2, 3, 4000)},
+        "when": time(12, 30, 0, 250000),
+    }
+    result = RegistryParser(specs(derived), "avro", RegistryClient(schema_registry.url)).parse(
+        [serialize(ser, "dec-json", value)]
+    )
+    assert result.errors == [None]
+    assert rows(result, derived) == [
+        {
+            "either": "5",
+            "items": '[{"sku":"a"},{"sku":"b"}]',
+            "next": '{"either":"x","items":[],"next":null,"when":"01:02:03.004000"}',
+            "when": "12:30:00.250000",
+        }
+    ]
+
+
+def test_protobuf_schema_with_a_reference_to_another_subject(schema_registry) -> None:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    F = descriptor_pb2.FieldDescriptorProto
+    common = descriptor_pb2.FileDescriptorProto(
+        name="refs/common.proto", package="refs", syntax="proto3"
+    )
+    money = common.message_type.add(name="Money")
+    money.field.add(name="units", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    money.field.add(name="currency", number=2, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    main = descriptor_pb2.FileDescriptorProto(
+        name="refs/payment.proto", package="refs", syntax="proto3", dependency=["refs/common.proto"]
+    )
+    payment = main.message_type.add(name="Payment")
+    payment.field.add(name="id", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    payment.field.add(
+        name="amount",
+        number=2,
+        type=F.TYPE_MESSAGE,
+        label=F.LABEL_OPTIONAL,
+        type_name=".refs.Money",
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(common)
+    pool.Add(main)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("refs.Payment"))
+    msg = cls(id="p1")
+    msg.amount.units, msg.amount.currency = 12, "EUR"
+    value = serialize(proto_serializer(schema_registry.url, cls), "dec-refs", msg)
+    registered = RegistryClient(schema_registry.url).subject_version("dec-refs-value")
+    assert registered.references  # the serializer registered common.proto as its own subject
+    client = RegistryClient(schema_registry.url)
+    _, derived = registry_fields(client, "protobuf", "dec-refs-value")
+    assert derived == [
+        ("id", FieldType.STRING),
+        ("amount.units", FieldType.INT),
+        ("amount.currency", FieldType.STRING),
+    ]
+    result = RegistryParser(specs(derived), "protobuf", client).parse([value])
+    assert result.errors == [None]
+    assert rows(result, derived) == [{"id": "p1", "amount.units": 12, "amount.currency": "EUR"}]

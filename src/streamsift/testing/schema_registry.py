@@ -3,7 +3,7 @@
 It implements exactly what confluent-kafka's `SchemaRegistryClient`, its Avro and Protobuf
 serializers, and streamsift's own decoder call: register a subject version, look a schema
 up under a subject, get a schema by id, get a subject's versions (`latest` too), list
-subjects. Ids are global, as in Confluent's registry: the same schema (text, type and
+subjects (names may hold "/", as Protobuf references' do). Ids are global, as in Confluent's registry: the same schema (text, type and
 references) registered under two subjects keeps one id. Compatibility checks are not
 implemented. Schemas are kept as registered: confluent-kafka's Protobuf serializer
 registers the base64 `FileDescriptorProto`, which is what `?format=serialized` returns.
@@ -100,7 +100,7 @@ def build_registry_app(
                 return _error(401, 40101, "Unauthorized")
         return await call_next(request)
 
-    @app.post("/subjects/{subject}/versions")
+    @app.post("/subjects/{subject:path}/versions")
     async def register(subject: str, request: Request) -> JSONResponse:
         stored = _stored(await request.json())
         if stored is None:
@@ -111,7 +111,7 @@ def build_registry_app(
         schema_id, version = reg.register(subject, stored)
         return _ok({"id": schema_id, "subject": subject, "version": version, **stored.as_dict()})
 
-    @app.post("/subjects/{subject}")
+    @app.post("/subjects/{subject:path}")
     async def lookup(subject: str, request: Request) -> JSONResponse:
         stored = _stored(await request.json())
         versions = reg.subjects.get(subject)
@@ -134,13 +134,7 @@ def build_registry_app(
     async def subjects() -> JSONResponse:
         return _ok(sorted(reg.subjects))
 
-    @app.get("/subjects/{subject}/versions")
-    async def versions(subject: str) -> JSONResponse:
-        if subject not in reg.subjects:
-            return _error(404, 40401, f"Subject '{subject}' not found.")
-        return _ok(list(range(1, len(reg.subjects[subject]) + 1)))
-
-    @app.get("/subjects/{subject}/versions/{version}")
+    @app.get("/subjects/{subject:path}/versions/{version}")
     async def version(subject: str, version: str) -> JSONResponse:
         ids = reg.subjects.get(subject)
         if ids is None:
@@ -153,5 +147,11 @@ def build_registry_app(
         schema_id = ids[number - 1]
         body = {"subject": subject, "id": schema_id, "version": number}
         return _ok({**body, **reg.by_id[schema_id].as_dict()})
+
+    @app.get("/subjects/{subject:path}/versions")
+    async def versions(subject: str) -> JSONResponse:
+        if subject not in reg.subjects:
+            return _error(404, 40401, f"Subject '{subject}' not found.")
+        return _ok(list(range(1, len(reg.subjects[subject]) + 1)))
 
     return app
