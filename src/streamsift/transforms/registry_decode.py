@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from streamsift.config.registry_client import RegistryClient, RegistryError
-from streamsift.transforms.decoded_values import READY, field_value, message_lookup
+from streamsift.transforms.decoded_values import READY, field_value, message_getter
 from streamsift.transforms.parse import (
     ARROW_TYPES,
     FieldSpec,
@@ -193,7 +193,7 @@ class RegistryParser:
         self.fmt = fmt
         self.client = client
         self.schema = pa.schema([pa.field(f.column, ARROW_TYPES[f.type]) for f in self.fields])
-        self._lookup = lookup if fmt == "avro" else message_lookup
+        self._getters: dict[tuple[Any, tuple[str, ...]], Any] = {}  # Protobuf, by class
         self._decoders: dict[int, Any] = {}
         self._paths = [(f, f.parts, READY.get(f.type)) for f in self.fields]
 
@@ -232,10 +232,14 @@ class RegistryParser:
 
     def _value(self, decoded: Any, f: FieldSpec, parts: tuple[str, ...], ready: Any) -> Any:
         try:
-            if len(parts) == 1 and type(decoded) is dict:  # a top-level Avro field
-                value = decoded.get(parts[0])
+            if type(decoded) is dict:  # Avro
+                value = decoded.get(parts[0]) if len(parts) == 1 else lookup(decoded, parts)
             else:
-                value = self._lookup(decoded, parts)
+                getter = self._getters.get((type(decoded), parts))
+                if getter is None:
+                    getter = message_getter(decoded.DESCRIPTOR, parts)
+                    self._getters[(type(decoded), parts)] = getter
+                value = getter(decoded)
             if value is None or type(value) is ready:
                 return value
             return field_value(value, f.type)
