@@ -189,7 +189,7 @@ def test_protobuf_garbage_and_a_type_mismatch(schema_registry) -> None:
     assert decode_error_class(result.errors[1]) == "undecodable", result.errors[1]
     # a field declared with a type its values do not have is a type mismatch, by field
     wrong = RegistryParser(specs([("qty", FieldType.BOOL)]), "protobuf", client).parse([good])
-    assert wrong.errors == ["field 'qty': expected bool, got a number"]
+    assert wrong.errors == ["field 'qty': expected bool, got number"]
     assert decode_error_class(wrong.errors[0]) is None  # the DLQ calls it type_mismatch
 
 

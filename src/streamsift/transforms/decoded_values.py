@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from streamsift.config.types import FieldType
-from streamsift.transforms.parse import INT64_MAX, INT64_MIN, ValueTypeError, parse_timestamp
+from streamsift.transforms.parse import ValueTypeError, convert_value, parse_timestamp
 
 UTC = timezone.utc
 TIMESTAMP_TYPE = "google.protobuf.Timestamp"
@@ -100,21 +100,15 @@ def field_value(value: Any, ftype: FieldType) -> Any:
     """A decoded value in the Arrow-ready form of `ftype`; ValueTypeError when it cannot be."""
     if value is None:
         return None
+    if ftype in (FieldType.INT, FieldType.BOOL):  # the same rules as for JSON values
+        return convert_value(value, ftype)
     if ftype is FieldType.STRING:
         text = _as_text(value)
         if text is not None:
             return text
-    elif ftype is FieldType.INT:
-        if isinstance(value, int) and not isinstance(value, bool):
-            if INT64_MIN <= value <= INT64_MAX:
-                return value
-            raise ValueTypeError(f"{value} does not fit a 64-bit integer")
     elif ftype is FieldType.FLOAT:
         if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
             return float(value)
-    elif ftype is FieldType.BOOL:
-        if isinstance(value, bool):
-            return value
     elif ftype is FieldType.TIMESTAMP:
         if isinstance(value, datetime):
             return _utc(value)
