@@ -27,8 +27,8 @@ from registry_messages import (  # noqa: E402
     proto_serializer,
     serialize,
 )
-from streamsift.config.registry_client import RegistryClient  # noqa: E402
 from streamsift.config.types import FieldType  # noqa: E402
+from streamsift.sources.schema_registry import RegistryClient, WriterSchemas  # noqa: E402
 from streamsift.testing.schema_registry import build_registry_app  # noqa: E402
 from streamsift.transforms.parse import FieldSpec  # noqa: E402
 from streamsift.transforms.registry_decode import make_parser  # noqa: E402
@@ -86,7 +86,7 @@ def main() -> int:
         print(f"{n:,} events, {args.rounds} rounds, best round; 8 fields each")
         for fmt, vals in values.items():
             specs = [FieldSpec(p, p.replace(".", "__"), t) for p, t in FIELDS + extra[fmt]]
-            parser = make_parser(specs, fmt, None if fmt == "json" else client)
+            parser = make_parser(specs, fmt, WriterSchemas(client, fmt == "protobuf"))
             size = sum(map(len, vals)) / n
             wall, cpu = rate(parser, vals, args.rounds)
             print(

@@ -12,8 +12,8 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from streamsift.cli.main import main
 from streamsift.config import load_pipeline
-from streamsift.config.registry_client import clear_cache
 from streamsift.config.registry_schemas import avro_fields
+from streamsift.sources.schema_registry import clear_cache
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
 

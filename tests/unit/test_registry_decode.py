@@ -20,9 +20,9 @@ from registry_messages import (
     proto_serializer,
     serialize,
 )
-from streamsift.config.registry_client import RegistryClient, clear_cache
-from streamsift.config.registry_schemas import avro_fields, registry_fields
+from streamsift.config.registry_schemas import avro_fields, schema_fields
 from streamsift.config.types import FieldType
+from streamsift.sources.schema_registry import RegistryClient, WriterSchemas, clear_cache
 from streamsift.transforms.parse import FieldSpec
 from streamsift.transforms.registry_decode import (
     RegistryParser,
@@ -70,6 +70,20 @@ def _fresh_caches():
     clear_decoders()
 
 
+def avro(url: str) -> WriterSchemas:
+    return WriterSchemas(RegistryClient(url))
+
+
+def protobuf(url: str) -> WriterSchemas:
+    return WriterSchemas(RegistryClient(url), protobuf=True)
+
+
+def registry_fields(url: str, subject: str, message: str | None = None):
+    """The fields a Protobuf subject's latest schema gives (`schema.from_registry`)."""
+    bundle = RegistryClient(url).subject_schema(subject, protobuf=True)
+    return schema_fields(bundle, "protobuf", subject, message)
+
+
 def specs(fields):
     return [FieldSpec(name, name.replace(".", "__"), ftype) for name, ftype in fields]
 
@@ -89,7 +103,7 @@ def test_avro_fields_are_derived_with_dot_paths_and_logical_types() -> None:
 def test_avro_from_confluent_serializer_decodes_exactly(schema_registry) -> None:
     ser = avro_serializer(schema_registry.url)
     values = [serialize(ser, "dec-avro", avro_order(i)) for i in range(12)]
-    parser = RegistryParser(specs(AVRO_FIELDS), "avro", RegistryClient(schema_registry.url))
+    parser = RegistryParser(specs(AVRO_FIELDS), "avro", avro(schema_registry.url))
     result = parser.parse(values)
     assert result.errors == [None] * 12
     assert rows(result, AVRO_FIELDS) == [expected_avro_row(i) for i in range(12)]
@@ -104,9 +118,7 @@ def test_avro_evolution_decodes_each_message_with_its_writer_schema(schema_regis
     ids = {struct.unpack(">I", v[1:5])[0] for v in values}
     assert len(ids) == 2
     fields = AVRO_FIELDS + [("channel", FieldType.STRING)]
-    result = RegistryParser(specs(fields), "avro", RegistryClient(schema_registry.url)).parse(
-        values
-    )
+    result = RegistryParser(specs(fields), "avro", avro(schema_registry.url)).parse(values)
     assert result.errors == [None] * 6
     assert rows(result, fields) == [expected_avro_row(i, bool(i % 2)) for i in range(6)]
 
@@ -116,10 +128,11 @@ def test_protobuf_from_confluent_serializer_decodes_exactly(schema_registry) -> 
     ser = proto_serializer(schema_registry.url, cls)
     values = [serialize(ser, "dec-proto", proto_order(cls, i)) for i in range(8)]
     assert read_message_indexes(memoryview(values[0])[5:])[0] == [1]
-    client = RegistryClient(schema_registry.url)
-    _, derived = registry_fields(client, "protobuf", "dec-proto-value", message="Order")
+    derived = registry_fields(schema_registry.url, "dec-proto-value", message="Order")
     assert derived == PROTO_FIELDS
-    result = RegistryParser(specs(PROTO_FIELDS), "protobuf", client).parse(values)
+    result = RegistryParser(specs(PROTO_FIELDS), "protobuf", protobuf(schema_registry.url)).parse(
+        values
+    )
     assert result.errors == [None] * 8
     assert rows(result, PROTO_FIELDS) == [expected_proto_row(i) for i in range(8)]
 
@@ -135,9 +148,7 @@ def test_protobuf_evolution_with_a_new_field(schema_registry) -> None:
         for i in range(4)
     ]
     fields = PROTO_FIELDS + [("channel", FieldType.STRING)]
-    result = RegistryParser(specs(fields), "protobuf", RegistryClient(schema_registry.url)).parse(
-        values
-    )
+    result = RegistryParser(specs(fields), "protobuf", protobuf(schema_registry.url)).parse(values)
     assert result.errors == [None] * 4
     assert rows(result, fields) == [expected_proto_row(i, bool(i % 2)) for i in range(4)]
 
@@ -153,7 +164,7 @@ def test_bad_messages_are_flagged_with_reason_and_class(schema_registry) -> None
         "short": b"\x00\x01",
         "tombstone": None,
     }
-    parser = RegistryParser(specs(AVRO_FIELDS), "avro", RegistryClient(schema_registry.url))
+    parser = RegistryParser(specs(AVRO_FIELDS), "avro", avro(schema_registry.url))
     result = parser.parse([good, *bad.values()])
     errors = dict(zip(["good", *bad], result.errors, strict=True))
     assert errors["good"] is None
@@ -183,7 +194,7 @@ def test_protobuf_garbage_and_a_type_mismatch(schema_registry) -> None:
         proto_serializer(schema_registry.url, cls), "dec-proto-bad", proto_order(cls, 3)
     )
     garbage = good[:6] + b"\x0a\xff\xff\xff\xff\x0f"  # a length past the end
-    client = RegistryClient(schema_registry.url)
+    client = protobuf(schema_registry.url)
     result = RegistryParser(specs(PROTO_FIELDS), "protobuf", client).parse([good, garbage])
     assert result.errors[0] is None
     assert decode_error_class(result.errors[1]) == "undecodable", result.errors[1]
@@ -224,7 +235,7 @@ def test_types_without_a_field_type_of_their_own_become_json(schema_registry) ->
         "next": {"either": "x", "items": [], "next": None, "when": time(1, 2, 3, 4000)},
         "when": time(12, 30, 0, 250000),
     }
-    result = RegistryParser(specs(derived), "avro", RegistryClient(schema_registry.url)).parse(
+    result = RegistryParser(specs(derived), "avro", avro(schema_registry.url)).parse(
         [serialize(ser, "dec-json", value)]
     )
     assert result.errors == [None]
@@ -269,8 +280,8 @@ def test_protobuf_schema_with_a_reference_to_another_subject(schema_registry) ->
     value = serialize(proto_serializer(schema_registry.url, cls), "dec-refs", msg)
     registered = RegistryClient(schema_registry.url).subject_version("dec-refs-value")
     assert registered.references  # the serializer registered common.proto as its own subject
-    client = RegistryClient(schema_registry.url)
-    _, derived = registry_fields(client, "protobuf", "dec-refs-value")
+    client = protobuf(schema_registry.url)
+    derived = registry_fields(schema_registry.url, "dec-refs-value")
     assert derived == [
         ("id", FieldType.STRING),
         ("amount.units", FieldType.INT),

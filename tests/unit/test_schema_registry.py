@@ -8,7 +8,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from api_server import ServerThread
-from streamsift.config.registry_client import RegistryClient, RegistryError, clear_cache
+from streamsift.sources.schema_registry import RegistryClient, RegistryError, clear_cache
 from streamsift.testing.schema_registry import build_registry_app
 
 AVRO_V1 = '{"type":"record","name":"A","fields":[{"name":"x","type":"long"}]}'

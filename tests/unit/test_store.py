@@ -15,6 +15,7 @@ from streamsift.errors import ConflictError, NotFoundError
 from streamsift.runtime.lifecycle import DesiredState, State
 from streamsift.runtime.secret_box import KEY_ENV, SecretKeyError
 from streamsift.runtime.store import Store
+from streamsift.sources.schema_registry import RegistryClient
 
 CH_PASSWORD = "ch-pass-Zq81"
 KAFKA_PASSWORD = "kafka-pass-Wm42"
@@ -173,4 +174,5 @@ def test_the_schema_registry_password_is_a_secret_like_the_others(store: Store) 
     }
     assert store.document("avro-orders", reveal_secrets=True) == doc
     assert REGISTRY_PASSWORD not in repr(parse_pipeline(doc))
-    assert REGISTRY_PASSWORD not in repr(parse_pipeline(doc).primary_source.registry_client())
+    registry = parse_pipeline(doc).primary_source.schema_registry
+    assert REGISTRY_PASSWORD not in repr(RegistryClient.of(registry))

@@ -77,28 +77,10 @@ def parse_pipeline(doc: dict[str, Any], source: str | None = None) -> Pipeline:
             doc = convert_glassflow(doc)
         except ConfigError as exc:
             raise ConfigError(exc.problems, source=source) from None
-    if _mentions_registry(doc):
-        from streamsift.config.registry_resolve import resolve_registry_fields
-
-        try:
-            doc = resolve_registry_fields(doc)
-        except ConfigError as exc:
-            raise ConfigError(exc.problems, source=source) from None
     try:
         return Pipeline.model_validate(doc)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc), source=source) from None
-
-
-def _mentions_registry(doc: dict[str, Any]) -> bool:
-    sources = [
-        doc.get("source"),
-        *(doc.get("sources") or [] if isinstance(doc.get("sources"), list) else []),
-    ]
-    return any(
-        isinstance(s, dict) and isinstance(s.get("schema"), dict) and "from_registry" in s["schema"]
-        for s in sources
-    )
 
 
 def load_pipeline(path: str | Path) -> Pipeline:

@@ -1,11 +1,14 @@
 """Registry schemas as streamsift sees them: Avro and Protobuf schemas parsed, and the
 pipeline fields they give (nested records as dot paths).
 
-The same rules serve both sides: `streamsift validate` derives a source's fields from a
-subject's schema (`schema.from_registry`), and the executors decode each message with its
-writer's schema (transforms/registry_decode.py) into values of those field types. A type
-that has no field type of its own (a record inside an array, a union of several types)
+The same rules serve both sides: runtime derives a source's fields from a subject's schema
+(`schema.from_registry`, runtime/registry_fields.py), and the executors decode each message
+with its writer's schema (transforms/registry_decode.py) into values of those field types. A
+type that has no field type of its own (a record inside an array, a union of several types)
 becomes a `json` field holding the value as JSON text.
+
+Pure: schemas come in already fetched (`SchemaBundle`: a schema and the schemas it
+references), by the registry client in sources/schema_registry.py.
 """
 
 from __future__ import annotations
@@ -15,12 +18,45 @@ import binascii
 import functools
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from streamsift.config.registry_client import RegisteredSchema, RegistryClient, RegistryError
 from streamsift.config.types import FieldType
+from streamsift.errors import ConfigurationError
 
 FieldList = list[tuple[str, FieldType]]
+
+
+class RegistryError(ConfigurationError):
+    """A schema that cannot be used: the registry refused the request for good (unknown id or
+    subject, bad credentials: `status` and `code` say which) or its text does not load."""
+
+    def __init__(self, message: str, status: int = 0, code: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+@dataclass(frozen=True)
+class RegisteredSchema:
+    """A schema as the registry holds it: its text, type and references."""
+
+    schema_id: int
+    schema: str
+    schema_type: str  # AVRO, PROTOBUF or JSON
+    references: tuple[tuple[str, str, int], ...] = ()  # (name, subject, version)
+    subject: str | None = None
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class SchemaBundle:
+    """A schema and every schema it references (directly or not), dependencies first, each
+    with the name it is imported by; hashable, so decoders can be cached by it."""
+
+    schema: RegisteredSchema
+    references: tuple[tuple[str, RegisteredSchema], ...] = ()
+
 
 # ------------------------------------------------------------------------------ Avro
 
@@ -56,14 +92,9 @@ def avro_schema_json(registered: RegisteredSchema) -> Any:
         raise RegistryError(f"schema id {registered.schema_id} is not Avro JSON: {exc}") from None
 
 
-def avro_named_types(client: RegistryClient, registered: RegisteredSchema) -> list[Any]:
+def avro_named_types(bundle: SchemaBundle) -> list[Any]:
     """The schemas of a schema's references (named types it uses), dependencies first."""
-    out: list[Any] = []
-    for _name, subject, version in registered.references:
-        ref = client.subject_version(subject, version)
-        out += avro_named_types(client, ref)
-        out.append(avro_schema_json(ref))
-    return out
+    return [avro_schema_json(ref) for _name, ref in bundle.references]
 
 
 def avro_fields(schema: Any, named: list[Any] | None = None) -> FieldList:
@@ -228,7 +259,7 @@ def file_descriptor_proto(registered: RegisteredSchema) -> Any:
         ) from None
 
 
-def protobuf_pool(client: RegistryClient, registered: RegisteredSchema) -> tuple[Any, Any]:
+def protobuf_pool(bundle: SchemaBundle) -> tuple[Any, Any]:
     """A descriptor pool holding the schema, its references and the well-known types; and
     the schema's FileDescriptor."""
     import importlib
@@ -239,23 +270,18 @@ def protobuf_pool(client: RegistryClient, registered: RegisteredSchema) -> tuple
     for module in _WELL_KNOWN_MODULES:
         mod = importlib.import_module(f"google.protobuf.{module}")
         pool.AddSerializedFile(mod.DESCRIPTOR.serialized_pb)
-    added: set[str] = set()
-
-    def add(schema: RegisteredSchema) -> Any:
+    main = bundle.schema
+    for name, schema in (*bundle.references, ("", main)):
+        if name.startswith("google/protobuf/"):
+            continue  # already in the pool
         proto = file_descriptor_proto(schema)
-        for name, subject, version in schema.references:
-            if name not in added and not name.startswith("google/protobuf/"):
-                add(client.subject_version(subject, version, protobuf=True))
-                added.add(name)
         try:
-            return pool.Add(proto)
+            pool.Add(proto)
         except (TypeError, KeyError, ValueError) as exc:
             raise RegistryError(
-                f"schema id {registered.schema_id} ({proto.name}) does not load: {exc}"
+                f"schema id {main.schema_id} ({proto.name}) does not load: {exc}"
             ) from None
-
-    add(registered)
-    return pool, pool.FindFileByName(file_descriptor_proto(registered).name)
+    return pool, pool.FindFileByName(file_descriptor_proto(main).name)
 
 
 def message_by_indexes(file: Any, indexes: list[int]) -> Any:
@@ -351,24 +377,19 @@ def _proto_scalars() -> dict[int, FieldType]:
 # ------------------------------------------------------------------ from the registry
 
 
-def registry_fields(
-    client: RegistryClient,
-    fmt: str,
-    subject: str,
-    version: int | str = "latest",
-    message: str | None = None,
-) -> tuple[RegisteredSchema, FieldList]:
-    """A subject's schema and the fields it gives, for `schema.from_registry`."""
-    protobuf = fmt == "protobuf"
-    registered = client.subject_version(subject, version, protobuf=protobuf)
-    expected = "PROTOBUF" if protobuf else "AVRO"
+def schema_fields(
+    bundle: SchemaBundle, fmt: str, subject: str, message: str | None = None
+) -> FieldList:
+    """The fields a subject's schema gives, for `schema.from_registry` (`message`: which
+    Protobuf message, the first by default)."""
+    registered = bundle.schema
+    expected = "PROTOBUF" if fmt == "protobuf" else "AVRO"
     if registered.schema_type != expected:
         raise RegistryError(
             f"subject {subject!r} holds a {registered.schema_type} schema, "
             f"but source.format is {fmt}"
         )
-    if protobuf:
-        _pool, file = protobuf_pool(client, registered)
-        return registered, protobuf_fields(message_by_name(file, message))
-    schema = avro_schema_json(registered)
-    return registered, avro_fields(schema, avro_named_types(client, registered))
+    if fmt == "protobuf":
+        _pool, file = protobuf_pool(bundle)
+        return protobuf_fields(message_by_name(file, message))
+    return avro_fields(avro_schema_json(registered), avro_named_types(bundle))

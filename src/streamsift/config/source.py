@@ -28,7 +28,6 @@ from streamsift.config.base import (
     shorten,
 )
 from streamsift.config.durations import format_duration, parse_duration
-from streamsift.config.registry_client import RegistryClient
 from streamsift.config.rows import KAFKA_FIELDS, RESERVED_COLUMNS
 from streamsift.config.types import (
     FieldType,
@@ -222,7 +221,8 @@ class Schema(ConfigModel):
     fields: tuple[SchemaField, ...] = ()
     event_time: str | None = None
     max_future_skew: FutureSkew = DEFAULT_MAX_FUTURE_SKEW
-    # Fields taken from the registry when the document is loaded (config/registry_resolve.py)
+    # Fields taken from the registry's subject; until runtime fetches them (with the
+    # password in clear: runtime/registry_fields.py) they are pending and not checked
     from_registry: RegistrySubject | None = None
 
     @field_validator("from_registry", mode="before")
@@ -233,11 +233,10 @@ class Schema(ConfigModel):
     @model_validator(mode="after")
     def _check(self) -> Schema:
         if not self.fields:
+            if self.from_registry is not None:
+                return self  # pending: the checks below run once runtime has the fields
             raise ValueError(
                 "fields: list at least one field, or take them from the registry with from_registry"
-                if self.from_registry is None
-                else "from_registry: the registry's fields were not loaded (load the document "
-                "with streamsift's loader, which asks the registry)"
             )
         # linear in the number of fields: documents with thousands of fields are real
         names = Counter(f.name for f in self.fields)
@@ -279,6 +278,11 @@ class Schema(ConfigModel):
     def field(self, name: str) -> SchemaField | None:
         return self._by_name.get(name)
 
+    @property
+    def fields_pending(self) -> bool:
+        """Fields to be taken from the registry that have not been fetched yet."""
+        return self.from_registry is not None and not self.fields
+
     @cached_property
     def _by_name(self) -> dict[str, SchemaField]:
         return {f.name: f for f in self.fields}
@@ -317,14 +321,6 @@ class KafkaSource(ConfigModel):
         if self.schema_.from_registry is not None and not registry:
             raise ValueError("schema.from_registry: needs format avro or protobuf")
         return self
-
-    def registry_client(self) -> RegistryClient | None:
-        """The client of `schema_registry` (holds the password: never log it)."""
-        reg = self.schema_registry
-        if reg is None:
-            return None
-        password = reg.password.get_secret_value() if reg.password is not None else None
-        return RegistryClient(reg.url, reg.username, password)
 
     @property
     def registry_subject(self) -> str:

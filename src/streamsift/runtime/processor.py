@@ -35,14 +35,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from streamsift.config.registry_client import RegistryClient
 from streamsift.config.rows import SOURCE_COLUMNS
 from streamsift.config.types import SPARK_SQL_TYPES, FieldType
 from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
 from streamsift.transforms.event_time import future_event_time_errors
 from streamsift.transforms.parse import FieldSpec, require_present, required_fields
-from streamsift.transforms.registry_decode import make_parser
+from streamsift.transforms.registry_decode import SchemaLookup, make_parser
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
     from streamsift.config.models import Dedup, Schema
@@ -76,8 +75,8 @@ class SourceProcessor:
     mode: str = "first"
     keep_raw: bool = False
     max_future_skew_us: int | None = None  # None: event time may run ahead without limit
-    format: str = "json"  # avro / protobuf: decoded with schemas from `registry`
-    registry: RegistryClient | None = None
+    format: str = "json"  # avro / protobuf: decoded with the writer schemas `schemas` finds
+    schemas: SchemaLookup | None = None
 
     @classmethod
     def build(
@@ -87,7 +86,7 @@ class SourceProcessor:
         state_dir: Path | None,
         keep_raw: bool = False,
         source_format: str = "json",
-        registry: RegistryClient | None = None,
+        schemas: SchemaLookup | None = None,
     ) -> SourceProcessor:
         """`state_dir` is the checkpoint's `dedup` directory; other modes keep theirs beside it
         (`dedup-last`, `dedup-exact`), so changing the mode starts from an empty state."""
@@ -107,7 +106,7 @@ class SourceProcessor:
             keep_raw=keep_raw,
             max_future_skew_us=None if skew is None else int(skew.total_seconds() * 1_000_000),
             format=source_format,
-            registry=registry,
+            schemas=schemas,
         )
 
     @property
@@ -136,7 +135,7 @@ class SourceProcessor:
         n = len(records.offsets)
         if n == 0:
             return
-        result = make_parser(self.fields, self.format, self.registry).parse(records.values)
+        result = make_parser(self.fields, self.format, self.schemas).parse(records.values)
         required = required_fields(self.dedup_keys, self.event_time)
         if required:
             require_present(result, records.values, required)

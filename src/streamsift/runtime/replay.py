@@ -36,6 +36,7 @@ from streamsift.config.types import FieldType
 from streamsift.errors import ConfigurationError
 from streamsift.runtime.batch_writer import error_class, pipeline_secrets
 from streamsift.runtime.errors import PipelineFailed
+from streamsift.runtime.registry_fields import require_fields, schema_lookup
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import row_error
 from streamsift.sinks.dlq_store import (
@@ -169,13 +170,14 @@ class Replayer:
         self.store = DlqStore(self.writer, pipeline.dlq_table)
         self.chunk_size = chunk_size or pipeline.sink.max_batch_size
         self.fault = fault
+        require_fields(pipeline)
         check_replayable(pipeline)
         self.fingerprint = pipeline_fingerprint(pipeline)
         schema = _only_source(pipeline).schema_
         self._specs = {f.name: FieldSpec(f.name, f.column, f.type) for f in schema.fields}
         source = _only_source(pipeline)
         self._parser = make_parser(
-            list(self._specs.values()), source.format.value, source.registry_client()
+            list(self._specs.values()), source.format.value, schema_lookup(source)
         )
         self._required = required_fields(
             [self._specs[k] for k in pipeline.dedup.key] if pipeline.dedup else [],

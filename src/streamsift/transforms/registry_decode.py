@@ -2,8 +2,9 @@
 
 A message is a magic byte 0, the writer's schema id (4 bytes, big-endian) and, for
 Protobuf, the message indexes (zigzag varints: a count, then one index per nesting level;
-a single 0 byte means [0]), then the encoded value. Each schema is fetched from the registry
-once per executor process and kept; every message is decoded with its writer's schema and
+a single 0 byte means [0]), then the encoded value. Schemas come from the `SchemaLookup` the
+parser is given (runtime wires the registry client of sources/schema_registry.py); a decoder
+is built once per writer schema and executor process and kept; every message is decoded with its writer's schema and
 its fields are taken by name, so a writer that adds a field (a new schema id) needs no
 restart, and a field the writer lacks is null. A message that is not in the wire format,
 whose schema id the registry does not know, or whose bytes do not decode becomes a dead
@@ -15,12 +16,19 @@ from __future__ import annotations
 
 import io
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from streamsift.config.registry_client import RegistryClient, RegistryError
+from streamsift.config.registry_schemas import (
+    RegistryError,
+    SchemaBundle,
+    avro_named_types,
+    avro_schema_json,
+    message_by_indexes,
+    protobuf_pool,
+)
 from streamsift.transforms.decoded_values import READY, field_value, message_getter
 from streamsift.transforms.parse import (
     ARROW_TYPES,
@@ -30,6 +38,11 @@ from streamsift.transforms.parse import (
     ValueTypeError,
     lookup,
 )
+
+# A writer's schema by the id in a message. It raises RegistryError when the registry refuses
+# the id for good (the message becomes a dead letter) and a TransientError when the registry
+# does not answer (the batch fails and is retried).
+SchemaLookup = Callable[[int], SchemaBundle]
 
 MAGIC = 0
 HEADER = 5
@@ -94,16 +107,14 @@ def read_message_indexes(body: memoryview) -> tuple[list[int], memoryview]:
 
 
 class _AvroDecoder:
-    def __init__(self, client: RegistryClient, schema_id: int) -> None:
+    def __init__(self, bundle: SchemaBundle, schema_id: int) -> None:
         import fastavro
 
-        from streamsift.config.registry_schemas import avro_named_types, avro_schema_json
-
-        registered = client.schema_by_id(schema_id)
+        registered = bundle.schema
         if registered.schema_type != "AVRO":
             raise RegistryError(f"it holds a {registered.schema_type} schema, not Avro")
         named: dict[str, Any] = {}
-        for ref in avro_named_types(client, registered):
+        for ref in avro_named_types(bundle):
             fastavro.parse_schema(ref, named_schemas=named)
         self.schema = fastavro.parse_schema(avro_schema_json(registered), named_schemas=named)
         self.schema_id = schema_id
@@ -128,20 +139,16 @@ class _AvroDecoder:
 
 
 class _ProtobufDecoder:
-    def __init__(self, client: RegistryClient, schema_id: int) -> None:
-        from streamsift.config.registry_schemas import protobuf_pool
-
-        registered = client.schema_by_id(schema_id, protobuf=True)
+    def __init__(self, bundle: SchemaBundle, schema_id: int) -> None:
+        registered = bundle.schema
         if registered.schema_type != "PROTOBUF":
             raise RegistryError(f"it holds a {registered.schema_type} schema, not Protobuf")
         self.schema_id = schema_id
-        self.pool, self.file = protobuf_pool(client, registered)
+        self.pool, self.file = protobuf_pool(bundle)
         self._classes: dict[tuple[int, ...], Any] = {}
 
     def decode(self, body: memoryview) -> Any:
         from google.protobuf.message import DecodeError
-
-        from streamsift.config.registry_schemas import message_by_indexes
 
         indexes, rest = read_message_indexes(body)
         cls = self._classes.get(tuple(indexes))
@@ -163,17 +170,18 @@ class _ProtobufDecoder:
             ) from None
 
 
-# Decoders by (registry, format, schema id), kept for the life of the executor process.
-_DECODERS: dict[tuple[str, str, int], Any] = {}
+# Decoders by (format, schema id, writer schema), kept for the life of the executor process.
+_DECODERS: dict[tuple[str, int, SchemaBundle], Any] = {}
 _LOCK = threading.Lock()
 
 
-def _decoder(client: RegistryClient, fmt: str, schema_id: int) -> Any:
-    key = (client.identity, fmt, schema_id)
+def _decoder(schemas: SchemaLookup, fmt: str, schema_id: int) -> Any:
+    bundle = schemas(schema_id)
+    key = (fmt, schema_id, bundle)
     with _LOCK:
         found = _DECODERS.get(key)
     if found is None:
-        found = (_AvroDecoder if fmt == "avro" else _ProtobufDecoder)(client, schema_id)
+        found = (_AvroDecoder if fmt == "avro" else _ProtobufDecoder)(bundle, schema_id)
         with _LOCK:
             _DECODERS[key] = found
     return found
@@ -188,10 +196,10 @@ def clear_decoders() -> None:
 class RegistryParser:
     """Decodes batches of Avro or Protobuf messages into the columns of `fields`."""
 
-    def __init__(self, fields: Sequence[FieldSpec], fmt: str, client: RegistryClient) -> None:
+    def __init__(self, fields: Sequence[FieldSpec], fmt: str, schemas: SchemaLookup) -> None:
         self.fields = tuple(fields)
         self.fmt = fmt
-        self.client = client
+        self.schemas = schemas
         self.schema = pa.schema([pa.field(f.column, ARROW_TYPES[f.type]) for f in self.fields])
         self._getters: dict[tuple[Any, tuple[str, ...]], Any] = {}  # Protobuf, by class
         self._decoders: dict[int, Any] = {}
@@ -223,7 +231,7 @@ class RegistryParser:
             if schema_id in refused:
                 raise DecodeFailure(refused[schema_id])
             try:
-                decoder = self._decoders[schema_id] = _decoder(self.client, self.fmt, schema_id)
+                decoder = self._decoders[schema_id] = _decoder(self.schemas, self.fmt, schema_id)
             except RegistryError as exc:
                 prefix = UNKNOWN_SCHEMA if exc.status == 404 else UNUSABLE_SCHEMA
                 reason = refused[schema_id] = f"{prefix} {schema_id}: {exc.message}"
@@ -248,11 +256,12 @@ class RegistryParser:
 
 
 def make_parser(
-    fields: Sequence[FieldSpec], fmt: str = "json", client: RegistryClient | None = None
+    fields: Sequence[FieldSpec], fmt: str = "json", schemas: SchemaLookup | None = None
 ) -> JsonParser | RegistryParser:
-    """The parser for a source's message format."""
+    """The parser for a source's message format (`schemas`: where avro/protobuf messages'
+    writer schemas come from)."""
     if fmt == "json":
         return JsonParser(fields)
-    if client is None:
+    if schemas is None:
         raise ValueError(f"format {fmt} needs a schema registry")
-    return RegistryParser(fields, fmt, client)
+    return RegistryParser(fields, fmt, schemas)

@@ -1,16 +1,20 @@
 """GlassFlow v3 sources with `format: avro | protobuf` and `schema_registry` import: the
 registry's login becomes ours (api_secret a secret), the fields come from the Avro seed or
-the registry's Protobuf schema; inline mode without a registry is refused by name."""
+(runtime, before the pure conversion) the registry's Protobuf schema; inline mode without a
+registry is refused by name."""
 
 from __future__ import annotations
 
 import copy
 import json
 
+import pytest
+
 from registry_messages import avro_order_schema, proto_order_class, proto_serializer, serialize
-from streamsift.config import parse_pipeline
+from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.glassflow import convert_glassflow
-from streamsift.config.registry_client import clear_cache
+from streamsift.runtime.registry_fields import glassflow_with_registry_fields, parse_resolved
+from streamsift.sources.schema_registry import clear_cache
 
 from .documents import changed, example, problems
 
@@ -60,10 +64,13 @@ def test_protobuf_with_registry_takes_fields_from_the_registry(schema_registry) 
         {"name": "id", "column_name": "id", "column_type": "String"},
         {"name": "address.city", "column_name": "city", "column_type": "String"},
     ]
-    ours = convert_glassflow(doc)
+    with pytest.raises(ConfigError) as err:  # config alone does not ask the registry
+        convert_glassflow(doc)
+    assert err.value.problems[0].startswith("sources[0].schema_fields: list the fields, or give")
+    ours = convert_glassflow(glassflow_with_registry_fields(doc))
     fields = {f["name"]: f["type"] for f in ours["source"]["schema"]["fields"]}
     assert fields["created"] == "timestamp" and fields["address.zip"] == "int"
-    assert parse_pipeline(doc).primary_source.format.value == "protobuf"
+    assert parse_resolved(doc).primary_source.format.value == "protobuf"
 
 
 def test_inline_avro_without_registry_and_unknown_formats_are_refused() -> None:

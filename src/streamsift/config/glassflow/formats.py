@@ -4,9 +4,11 @@ GlassFlow decodes Confluent wire-format messages with the writer's schema from a
 (`schema_registry {url, api_key, api_secret}`), given a seed `schema` for the fields: an
 Avro `.avsc` object, or `.proto` text with the root message `name`. streamsift does the same
 with `source.format` and `source.schema_registry` (api_key/api_secret as username/password).
-The fields come from the Avro seed; for Protobuf (no `.proto` compiler here) from the
-registry's latest schema of the topic's value subject, read at import time. GlassFlow's
-inline mode without a registry is refused: streamsift reads schemas from a registry only.
+The fields come from `schema_fields`, else from the Avro seed; otherwise (Protobuf: no
+`.proto` compiler here) runtime fills `schema_fields` in from the registry's latest schema of
+the topic's value subject before the file is converted (runtime/registry_fields.py): this
+module does no I/O. GlassFlow's inline mode without a registry is refused: streamsift reads
+schemas from a registry only.
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamsift.config.glassflow.reader import Reader
-from streamsift.config.registry_client import RegistryClient, RegistryError, RegistryUnavailable
-from streamsift.config.registry_schemas import avro_fields, registry_fields
+from streamsift.config.registry_schemas import RegistryError, avro_fields
 
 FORMATS = ("json", "avro", "protobuf")
 
@@ -46,7 +47,8 @@ def registry_source(
     r: Reader, src: dict[str, Any], path: str, source: dict[str, Any]
 ) -> list[Any] | None:
     """Set `format` and `schema_registry` on our `source`; the seed's fields as GlassFlow
-    `{name, type}` entries (None when `schema_fields` lists them or nothing can be read)."""
+    `{name, type}` entries (None when `schema_fields` lists them; [] when nothing can be
+    read, a problem said)."""
     fmt = source_format(src)
     registry = src["schema_registry"]
     ours: dict[str, Any] = {"url": str(registry["url"]).strip()}
@@ -61,20 +63,16 @@ def registry_source(
     if src.get("schema_fields"):
         return None
     seed = src.get("schema")
+    if not (fmt == "avro" and isinstance(seed, dict) and seed.get("type") == "record"):
+        r.problem(
+            f"{path}.schema_fields",
+            f"list the fields, or give the file to streamsift validate, run or serve, which "
+            f"read them from the registry's {src.get('topic')}-value subject",
+        )
+        return []
     try:
-        if fmt == "avro" and isinstance(seed, dict) and seed.get("type") == "record":
-            derived = avro_fields(seed)
-        else:
-            client = RegistryClient(
-                ours["url"].rstrip("/"), ours.get("username"), ours.get("password")
-            )
-            message = seed.get("name") if isinstance(seed, dict) else None
-            subject = f"{src.get('topic')}-value"
-            _, derived = registry_fields(client, fmt, subject, "latest", message)
-            r.notes.append(
-                f"{path}.schema: fields read from the registry's latest {subject} schema"
-            )
-    except (RegistryError, RegistryUnavailable) as exc:
+        derived = avro_fields(seed)
+    except RegistryError as exc:
         r.problem(f"{path}.schema", exc.message)
-        return None
+        return []
     return [{"name": name, "type": ftype.value} for name, ftype in derived]

@@ -68,7 +68,7 @@ def v3_source(
     if source_format(src) != "json":
         derived = registry_source(r, src, path, source)
     if derived is not None:
-        raw, where = derived, f"{path}.schema"
+        raw, where = derived or None, f"{path}.schema"
         paths = [f"{where} ({entry['name']})" for entry in derived]
     else:
         raw = r.array(src, "schema_fields", f"{path}.schema_fields", required=True)

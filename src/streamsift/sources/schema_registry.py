@@ -1,7 +1,8 @@
 """A Confluent-compatible schema registry, read over HTTP with the standard library.
 
-Used at validate time (fields taken from a subject's schema) and on the executors (a schema
-by the id in each message). Schemas are immutable per id, so they are cached for the life
+A connector beside the Kafka one: runtime asks it for a subject's schema (fields taken from
+the registry, runtime/registry_fields.py) and the executors for a schema by the id in each
+message (`WriterSchemas`, the lookup transforms/registry_decode.py is given). Schemas are immutable per id, so they are cached for the life
 of the process; a subject's `latest` version is cached briefly. Picklable: Spark ships it to
 the executors inside the record processor. The password never appears in a repr, a log line
 or an error message.
@@ -19,9 +20,23 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from streamsift.errors import ConfigurationError, TransientError
+from streamsift.config.registry_schemas import RegisteredSchema, RegistryError, SchemaBundle
+from streamsift.errors import TransientError
+
+if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
+    from streamsift.config.source import SchemaRegistry
+
+__all__ = [
+    "RegisteredSchema",
+    "RegistryClient",
+    "RegistryError",
+    "RegistryUnavailable",
+    "SchemaBundle",
+    "WriterSchemas",
+    "clear_cache",
+]
 
 # Answers that say "no such thing": the registry will not change its mind on a retry.
 SUBJECT_NOT_FOUND = 40401
@@ -32,29 +47,8 @@ TIMEOUT_S = 10.0
 ATTEMPTS = 4
 
 
-class RegistryError(ConfigurationError):
-    """The registry refused a request for good (unknown id or subject, bad credentials)."""
-
-    def __init__(self, message: str, status: int = 0, code: int = 0) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-
-
 class RegistryUnavailable(TransientError):
     """The registry did not answer (or answered 5xx) after retries."""
-
-
-@dataclass(frozen=True)
-class RegisteredSchema:
-    """A schema as the registry holds it: its text, type and references."""
-
-    schema_id: int
-    schema: str
-    schema_type: str  # AVRO, PROTOBUF or JSON
-    references: tuple[tuple[str, str, int], ...] = ()  # (name, subject, version)
-    subject: str | None = None
-    version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +61,16 @@ class RegistryClient:
 
     def __repr__(self) -> str:
         return f"RegistryClient(url={self.url!r})"
+
+    @classmethod
+    def of(cls, settings: SchemaRegistry) -> RegistryClient:
+        """The client of a source's `schema_registry` (holds the password: never log it)."""
+        password = settings.password
+        return cls(
+            settings.url,
+            settings.username,
+            None if password is None else password.get_secret_value(),
+        )
 
     @functools.cached_property
     def identity(self) -> str:
@@ -105,6 +109,31 @@ class RegistryClient:
         with _LOCK:
             _BY_SUBJECT[key] = (now, found)
         return found
+
+    def writer_schema(self, schema_id: int, protobuf: bool = False) -> SchemaBundle:
+        """The schema with this id and the schemas it references (what decoding needs)."""
+        return self.bundle(self.schema_by_id(schema_id, protobuf), protobuf)
+
+    def subject_schema(
+        self, subject: str, version: int | str = "latest", protobuf: bool = False
+    ) -> SchemaBundle:
+        """A subject's schema at `version` and the schemas it references."""
+        return self.bundle(self.subject_version(subject, version, protobuf), protobuf)
+
+    def bundle(self, registered: RegisteredSchema, protobuf: bool = False) -> SchemaBundle:
+        """`registered` with its references fetched, dependencies first, each once."""
+        refs: dict[str, RegisteredSchema] = {}
+
+        def add(schema: RegisteredSchema) -> None:
+            for name, subject, version in schema.references:
+                if name in refs or name.startswith("google/protobuf/"):
+                    continue  # well-known types: every decoder has them
+                ref = self.subject_version(subject, version, protobuf=protobuf)
+                add(ref)
+                refs[name] = ref
+
+        add(registered)
+        return SchemaBundle(registered, tuple(refs.items()))
 
     def _get(self, path: str) -> dict[str, Any]:
         request = urllib.request.Request(self.url.rstrip("/") + path)
@@ -165,6 +194,19 @@ def _registered(body: dict[str, Any], schema_id: int) -> RegisteredSchema:
         subject=body.get("subject"),
         version=body.get("version"),
     )
+
+
+@dataclass(frozen=True)
+class WriterSchemas:
+    """The schema lookup a decoder is given: a writer's schema by the id in a message.
+    Picklable (shipped to the executors); the client's caches make it one fetch per id and
+    process."""
+
+    client: RegistryClient
+    protobuf: bool = False
+
+    def __call__(self, schema_id: int) -> SchemaBundle:
+        return self.client.writer_schema(schema_id, self.protobuf)
 
 
 _LOCK = threading.Lock()
