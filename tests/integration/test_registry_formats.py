@@ -24,6 +24,7 @@ from registry_messages import (
 )
 from streamsift.config import parse_pipeline
 from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.runtime.registry_fields import parse_resolved
 from streamsift.runtime.replay import Replayer
 from streamsift.sinks.dlq_store import DlqStore
 from streamsift.sinks.errors import SinkError
@@ -122,7 +123,7 @@ def test_avro_fields_from_registry_exact_rows_dlq_and_evolution_mid_stream(
     )
     doc["source"]["schema"] = {"from_registry": {}}  # subject <topic>-value, latest
     produce_messages(topic, first + list(bad.items()))
-    pipeline = parse_pipeline(doc)
+    pipeline = parse_resolved(doc)
     assert [f.name for f in pipeline.primary_source.schema_.fields][-1] == "note"
 
     runner = PipelineRunner(pipeline, base_dir=tmp_path)

@@ -220,6 +220,12 @@ def _source(src: KafkaSource, where: str, notes: list[str]) -> dict[str, Any]:
             out["schema_registry"]["api_key"] = registry.username
         if registry.password is not None:
             out["schema_registry"]["api_secret"] = registry.password.get_secret_value()
+    if schema.fields_pending:  # from_registry, as stored: GlassFlow reads the topic's subject
+        del out["schema_fields"]
+        notes.append(
+            f"{where}.schema.from_registry: no schema_fields; imported again, the fields come "
+            f"from the registry's latest {src.topic}-value schema"
+        )
     return out
 
 
