@@ -88,3 +88,16 @@ def produce_messages(broker: Broker) -> Callable[..., list[tuple[int, int]]]:
         return [where[i] for i in range(len(messages))]
 
     return produce
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[Any]:
+    """A Confluent-compatible schema registry (streamsift.testing) on a loopback port; its
+    `url`, and its `state` (schemas, subjects, the requests it answered)."""
+    from api_server import ServerThread
+    from streamsift.testing.schema_registry import RegistryState, build_registry_app
+
+    state = RegistryState()
+    with ServerThread(build_registry_app(state)) as server:
+        server.state = state  # type: ignore[attr-defined]
+        yield server

@@ -147,7 +147,8 @@ INVALID = [
     (
         "source.schema.fields",
         [],
-        "source.schema.fields: Tuple should have at least 1 item after validation, not 0",
+        "source.schema: fields: list at least one field, or take them from the registry with "
+        "from_registry",
     ),
     # event time
     (

@@ -15,6 +15,7 @@ from streamsift.errors import ConflictError, NotFoundError
 from streamsift.runtime.lifecycle import DesiredState, State
 from streamsift.runtime.secret_box import KEY_ENV, SecretKeyError
 from streamsift.runtime.store import Store
+from streamsift.sources.schema_registry import RegistryClient
 
 CH_PASSWORD = "ch-pass-Zq81"
 KAFKA_PASSWORD = "kafka-pass-Wm42"
@@ -151,3 +152,27 @@ def test_a_key_from_the_environment_and_a_wrong_key(tmp_path: Path, monkeypatch)
     monkeypatch.setenv(KEY_ENV, "not-a-key")
     with pytest.raises(SecretKeyError, match=KEY_ENV):
         Store(tmp_path)
+
+
+REGISTRY_PASSWORD = "sr-pass-Tt55"
+
+
+def test_the_schema_registry_password_is_a_secret_like_the_others(store: Store) -> None:
+    doc = document("avro-orders")
+    doc["source"]["format"] = "avro"
+    doc["source"]["schema_registry"] = {
+        "url": "http://127.0.0.1:8081",
+        "username": "reader",
+        "password": REGISTRY_PASSWORD,
+    }
+    store.add("avro-orders", doc, parse_pipeline(doc))
+    shown = store.document("avro-orders")
+    assert shown["source"]["schema_registry"] == {
+        "url": "http://127.0.0.1:8081",
+        "username": "reader",
+        "password": "***",
+    }
+    assert store.document("avro-orders", reveal_secrets=True) == doc
+    assert REGISTRY_PASSWORD not in repr(parse_pipeline(doc))
+    registry = parse_pipeline(doc).primary_source.schema_registry
+    assert REGISTRY_PASSWORD not in repr(RegistryClient.of(registry))

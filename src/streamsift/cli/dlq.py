@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streamsift.cli.output import fail
-from streamsift.config import load_pipeline
 from streamsift.config.models import Pipeline
 
 if TYPE_CHECKING:  # ClickHouse client and pyarrow load only when a dlq command runs
@@ -102,8 +101,9 @@ def _command(run: Command) -> Callable[[argparse.Namespace], int]:
 
     def func(args: argparse.Namespace) -> int:
         from streamsift.runtime.dead_letters import open_dead_letters
+        from streamsift.runtime.registry_fields import load_resolved
 
-        pipeline = load_pipeline(args.file)
+        pipeline = load_resolved(args.file)
         with open_dead_letters(pipeline) as letters:
             return run(args, pipeline, letters)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from streamsift import __version__
 from streamsift.cli import bench, chaos, dlq, errors, loadgen, serve
 from streamsift.cli.output import StatusLine, fail, setup_logging
-from streamsift.config import Pipeline, load_pipeline, read_document
+from streamsift.config import Pipeline, read_document
 from streamsift.errors import StreamsiftError
 from streamsift.runtime.signals import ABORT_EXIT_CODE, AbortRequested, install_stop_handlers
 
@@ -115,17 +115,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from streamsift.config.summary import summary  # pydantic loads only when needed
+    from streamsift.config.summary import registry_schemas, summary  # pydantic on demand
+    from streamsift.runtime.registry_fields import load_resolved
 
-    pipeline = load_pipeline(args.file)
+    pipeline = load_resolved(args.file)
     print(f"ok: {pipeline.name}: {summary(pipeline)}")
+    for line in registry_schemas(pipeline):
+        print(line)
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from streamsift.config.glassflow import glassflow_to_yaml
+    from streamsift.runtime.registry_fields import glassflow_with_registry_fields
 
-    text = glassflow_to_yaml(read_document(args.file))
+    text = glassflow_to_yaml(glassflow_with_registry_fields(read_document(args.file)))
     if args.output:
         args.output.write_text(text)
         print(f"wrote {args.output}", file=sys.stderr)
@@ -136,8 +140,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from streamsift.runtime.pipeline import PipelineRunner
+    from streamsift.runtime.registry_fields import load_resolved
 
-    pipeline = load_pipeline(args.file)
+    pipeline = load_resolved(args.file)
     with contextlib.ExitStack() as stack:
         pipeline = otlp_receiver(stack, pipeline, args.data_dir)
         status = StatusLine()

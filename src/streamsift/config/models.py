@@ -159,17 +159,19 @@ class Pipeline(ConfigModel):
             )
         if self.source_ is None and self.sources is None:
             raise ValueError("source: required field is missing")
-        if self.sources is not None:
-            scope = self._check_join()
-        else:
-            if self.join is not None:
-                raise ValueError("join: a join needs two sources: write them under sources")
-            scope = self._check_single_source()
-        scope = check_stage(scope, self.transform, self.filter, "")
-        self._check_mapping(scope)
+        if self.sources is None and self.join is not None:
+            raise ValueError("join: a join needs two sources: write them under sources")
+        if not self.fields_pending:  # else: once runtime has fetched the registry's fields
+            self._check_fields()
         if self.dlq_table == self.sink.table:
             raise ValueError("dlq.table: must differ from sink.table")
         return self
+
+    def _check_fields(self) -> None:
+        """What refers to the sources' fields: dedup, join, transforms, filter, mapping."""
+        scope = self._check_join() if self.sources is not None else self._check_single_source()
+        scope = check_stage(scope, self.transform, self.filter, "")
+        self._check_mapping(scope)
 
     def _check_single_source(self) -> dict[str, FieldRef]:
         schema = self.primary_source.schema_
@@ -340,6 +342,12 @@ class Pipeline(ConfigModel):
                 if s.id == self.join.left.source:
                     return s
         return sources[0]
+
+    @property
+    def fields_pending(self) -> bool:
+        """A source's fields are still to be fetched from its registry (`schema.from_registry`
+        in a document as stored): the pipeline is shown, not run, until runtime has them."""
+        return any(src.schema_.fields_pending for src in self.inputs)
 
     @property
     def inputs(self) -> tuple[KafkaSource, ...]:

@@ -7,7 +7,7 @@ from datetime import timedelta
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
     BeforeValidator,
@@ -166,16 +166,81 @@ FutureSkew = Annotated[
 DEFAULT_MAX_FUTURE_SKEW = timedelta(minutes=5)
 
 
+class SourceFormat(str, Enum):
+    """How message values are encoded: JSON text, or Avro / Protobuf in the Confluent wire
+    format (magic byte, schema id; Protobuf adds message indexes) with a schema registry."""
+
+    JSON = "json"
+    AVRO = "avro"
+    PROTOBUF = "protobuf"
+
+
+class SchemaRegistry(ConfigModel):
+    """A Confluent-compatible schema registry; `password` is a secret (redacted, sealed)."""
+
+    url: str
+    username: str | None = None
+    password: SecretStr | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        v = v.strip()
+        scheme, _, rest = v.partition("://")
+        if scheme.lower() not in ("http", "https") or not rest.split("/")[0]:
+            raise ValueError(f"{shorten(v)} is not an http(s) URL, e.g. http://registry:8081")
+        if "@" in rest.split("/")[0]:
+            raise ValueError("put the credentials in username and password, not in the URL")
+        return v.rstrip("/")
+
+    @model_validator(mode="after")
+    def _check(self) -> SchemaRegistry:
+        if self.password is not None and not self.username:
+            raise ValueError("username is required with a password")
+        return self
+
+
+class RegistrySubject(ConfigModel):
+    """Where `schema.from_registry` takes the fields from: a subject's schema at a version
+    (default: the topic's value subject, `<topic>-value`, latest version); for Protobuf,
+    which message of the schema (default the first)."""
+
+    subject: str | None = None
+    version: int | Literal["latest"] = "latest"
+    message: str | None = None
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("versions count from 1; write latest for the newest")
+        return v
+
+
 class Schema(ConfigModel):
-    fields: tuple[SchemaField, ...] = Field(min_length=1)
+    fields: tuple[SchemaField, ...] = ()
     event_time: str | None = None
     max_future_skew: FutureSkew = DEFAULT_MAX_FUTURE_SKEW
     # True where records hold maps whose keys contain dots (OTLP attributes): a field
     # `attributes.http.method` then reads key `http.method` of map field `attributes`.
     literal_dots: ClassVar[bool] = False
+    # Fields taken from the registry's subject; until runtime fetches them (with the
+    # password in clear: runtime/registry_fields.py) they are pending and not checked
+    from_registry: RegistrySubject | None = None
+
+    @field_validator("from_registry", mode="before")
+    @classmethod
+    def _from_registry(cls, v: object) -> object:
+        return {} if v is True else None if v is False else v
 
     @model_validator(mode="after")
     def _check(self) -> Schema:
+        if not self.fields:
+            if self.from_registry is not None:
+                return self  # pending: the checks below run once runtime has the fields
+            raise ValueError(
+                "fields: list at least one field, or take them from the registry with from_registry"
+            )
         # linear in the number of fields: documents with thousands of fields are real
         names = Counter(f.name for f in self.fields)
         dupes = sorted(n for n, count in names.items() if count > 1)
@@ -216,6 +281,11 @@ class Schema(ConfigModel):
     def field(self, name: str) -> SchemaField | None:
         return self._by_name.get(name)
 
+    @property
+    def fields_pending(self) -> bool:
+        """Fields to be taken from the registry that have not been fetched yet."""
+        return self.from_registry is not None and not self.fields
+
     @cached_property
     def _by_name(self) -> dict[str, SchemaField]:
         return {f.name: f for f in self.fields}
@@ -237,7 +307,29 @@ class KafkaSource(ConfigModel):
     security: KafkaSecurity = KafkaSecurity()
     properties: dict[str, str] = Field(default_factory=dict)
     connect_timeout: Duration = timedelta(seconds=30)
+    format: SourceFormat = SourceFormat.JSON
+    schema_registry: SchemaRegistry | None = None
     schema_: Schema = Field(alias="schema")
+
+    @model_validator(mode="after")
+    def _check_format(self) -> KafkaSource:
+        registry = self.format is not SourceFormat.JSON
+        if registry and self.schema_registry is None:
+            raise ValueError(
+                f"schema_registry: required with format {self.format.value} (messages carry a "
+                "schema id; streamsift fetches each schema from the registry)"
+            )
+        if not registry and self.schema_registry is not None:
+            raise ValueError("schema_registry: used only with format avro or protobuf")
+        if self.schema_.from_registry is not None and not registry:
+            raise ValueError("schema.from_registry: needs format avro or protobuf")
+        return self
+
+    @property
+    def registry_subject(self) -> str:
+        """The subject `schema.from_registry` reads (TopicNameStrategy by default)."""
+        sub = self.schema_.from_registry
+        return (sub.subject if sub and sub.subject else None) or f"{self.topic}-value"
 
     @field_validator("bootstrap_servers", mode="before")
     @classmethod

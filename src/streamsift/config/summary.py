@@ -27,3 +27,20 @@ def summary(pipeline: Pipeline) -> str:
         f"{sides[0]} {join.type.value} join {sides[1]} on "
         f"{'+'.join(join.left.key)} = {'+'.join(join.right.key)} -> {pipeline.sink.table}"
     )
+
+
+def registry_schemas(pipeline: Pipeline) -> list[str]:
+    """For each source whose fields come from its registry subject: the subject and the
+    derived fields, one `name: type` line each (what `streamsift validate` shows)."""
+    lines = []
+    for src in pipeline.inputs:
+        sub = src.schema_.from_registry
+        if sub is None:
+            continue
+        version = sub.version if sub.version == "latest" else f"version {sub.version}"
+        lines.append(
+            f"{src.id}: {src.format.value} fields from registry subject "
+            f"{src.registry_subject} ({version}):"
+        )
+        lines += [f"  {f.name}: {f.type.value}" for f in src.schema_.fields]
+    return lines

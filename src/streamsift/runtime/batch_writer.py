@@ -29,6 +29,7 @@ from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
 from streamsift.sources.fetch import Message, Position, fetch_messages
 from streamsift.transforms.event_time import AHEAD_OF_KAFKA_TIMESTAMP, FUTURE_EVENT_TIME
 from streamsift.transforms.parse import is_required_field_error
+from streamsift.transforms.registry_decode import decode_error_class
 
 log = logging.getLogger("streamsift.runtime")
 
@@ -195,6 +196,9 @@ def error_class(message: str | None, stage: str | None = "parse") -> str:
         return "unknown"
     if AHEAD_OF_KAFKA_TIMESTAMP in message:
         return FUTURE_EVENT_TIME
+    decoding = decode_error_class(message)
+    if decoding is not None:
+        return decoding
     if message.startswith(("malformed JSON", "payload is not UTF-8")):
         return "malformed_json"
     if message.startswith(("payload must be", "empty message")):
@@ -216,5 +220,8 @@ def pipeline_secrets(pipeline: Pipeline) -> list[str]:
     for src in pipeline.inputs:
         if src.security.password is not None:
             found.append(src.security.password.get_secret_value())
+        registry = src.schema_registry
+        if registry is not None and registry.password is not None:
+            found.append(registry.password.get_secret_value())
         found += [v for k, v in src.properties.items() if "password" in k or "secret" in k]
     return [s for s in found if s]

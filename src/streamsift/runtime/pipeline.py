@@ -33,6 +33,7 @@ from streamsift.runtime.errors import PipelineFailed
 from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats
 from streamsift.runtime.query import build_stream, source_name
+from streamsift.runtime.registry_fields import require_fields
 from streamsift.runtime.session import STATE_STORE_CONF, STATE_STORE_PROVIDERS, spark_session
 from streamsift.runtime.signals import StopFlag, StopRequested
 from streamsift.sinks.clickhouse import ClickHouseWriter
@@ -75,6 +76,7 @@ class PipelineRunner:
         stop: StopFlag | None = None,
         driver_inserts: bool = False,
     ) -> None:
+        require_fields(pipeline)
         self.pipeline = pipeline
         self.driver_inserts = driver_inserts or pipeline.sink.clickhouse.embedded
         self.last_progress: dict[str, Any] | None = None

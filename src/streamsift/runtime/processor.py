@@ -40,7 +40,8 @@ from streamsift.config.types import SPARK_SQL_TYPES, FieldType
 from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
 from streamsift.transforms.event_time import future_event_time_errors
-from streamsift.transforms.parse import FieldSpec, JsonParser, require_present, required_fields
+from streamsift.transforms.parse import FieldSpec, require_present, required_fields
+from streamsift.transforms.registry_decode import SchemaLookup, make_parser
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
     from streamsift.config.models import Dedup, Schema
@@ -75,6 +76,8 @@ class SourceProcessor:
     keep_raw: bool = False
     max_future_skew_us: int | None = None  # None: event time may run ahead without limit
     literal_dots: bool = False  # keys with dots in the payload's maps (OTLP attributes)
+    format: str = "json"  # avro / protobuf: decoded with the writer schemas `schemas` finds
+    schemas: SchemaLookup | None = None
 
     @classmethod
     def build(
@@ -83,6 +86,8 @@ class SourceProcessor:
         dedup: Dedup | None,
         state_dir: Path | None,
         keep_raw: bool = False,
+        source_format: str = "json",
+        schemas: SchemaLookup | None = None,
     ) -> SourceProcessor:
         """`state_dir` is the checkpoint's `dedup` directory; other modes keep theirs beside it
         (`dedup-last`, `dedup-exact`), so changing the mode starts from an empty state."""
@@ -102,6 +107,8 @@ class SourceProcessor:
             keep_raw=keep_raw,
             max_future_skew_us=None if skew is None else int(skew.total_seconds() * 1_000_000),
             literal_dots=schema.literal_dots,
+            format=source_format,
+            schemas=schemas,
         )
 
     @property
@@ -130,7 +137,9 @@ class SourceProcessor:
         n = len(records.offsets)
         if n == 0:
             return
-        result = JsonParser(self.fields, self.literal_dots).parse(records.values)
+        result = make_parser(self.fields, self.format, self.schemas, self.literal_dots).parse(
+            records.values
+        )
         required = required_fields(self.dedup_keys, self.event_time)
         if required:
             require_present(result, records.values, required)

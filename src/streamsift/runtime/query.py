@@ -21,6 +21,7 @@ from typing import Any
 from streamsift.config.models import Dedup, FieldRef, KafkaSource, Pipeline, source_scope
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, PRE_ERROR, RIGHT_RECORD_COLUMNS
 from streamsift.runtime.processor import SourceProcessor
+from streamsift.runtime.registry_fields import schema_lookup
 from streamsift.sources.kafka import KafkaReadSpec, KafkaStreamReader, make_data_source
 from streamsift.transforms.expressions import Stage, apply_stage, drop_raw_of_good_rows
 
@@ -104,7 +105,12 @@ def read_source(
     from pyspark.sql import functions as F
 
     processor = SourceProcessor.build(
-        src.schema_, dedup, checkpoint / "dedup", keep_raw=not stage.empty
+        src.schema_,
+        dedup,
+        checkpoint / "dedup",
+        keep_raw=not stage.empty,
+        source_format=src.format.value,
+        schemas=schema_lookup(src),
     )
     spec = read_spec(pipeline, src)
     if new_query:

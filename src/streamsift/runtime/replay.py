@@ -36,6 +36,7 @@ from streamsift.config.types import FieldType
 from streamsift.errors import ConfigurationError
 from streamsift.runtime.batch_writer import error_class, pipeline_secrets
 from streamsift.runtime.errors import PipelineFailed
+from streamsift.runtime.registry_fields import require_fields, schema_lookup
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import row_error
 from streamsift.sinks.dlq_store import (
@@ -48,10 +49,10 @@ from streamsift.sinks.dlq_store import (
 )
 from streamsift.transforms.parse import (
     FieldSpec,
-    JsonParser,
     require_present,
     required_fields,
 )
+from streamsift.transforms.registry_decode import make_parser
 
 log = logging.getLogger("streamsift.runtime")
 
@@ -169,11 +170,18 @@ class Replayer:
         self.store = DlqStore(self.writer, pipeline.dlq_table)
         self.chunk_size = chunk_size or pipeline.sink.max_batch_size
         self.fault = fault
+        require_fields(pipeline)
         check_replayable(pipeline)
         self.fingerprint = pipeline_fingerprint(pipeline)
         schema = _only_source(pipeline).schema_
         self._specs = {f.name: FieldSpec(f.name, f.column, f.type) for f in schema.fields}
-        self._parser = JsonParser(list(self._specs.values()))
+        source = _only_source(pipeline)
+        self._parser = make_parser(
+            list(self._specs.values()),
+            source.format.value,
+            schema_lookup(source),
+            schema.literal_dots,
+        )
         self._required = required_fields(
             [self._specs[k] for k in pipeline.dedup.key] if pipeline.dedup else [],
             self._specs[schema.event_time] if schema.event_time else None,

@@ -44,6 +44,7 @@ from streamsift.runtime.lifecycle import (
     check_transition,
 )
 from streamsift.runtime.otlp import OtlpReceiver, ServiceOtlp, otlp_source
+from streamsift.runtime.registry_fields import glassflow_with_registry_fields, parse_resolved
 from streamsift.runtime.store import PipelineRecord, StatusChange, Store
 from streamsift.runtime.supervisor import LOG_FILE, Supervisor
 
@@ -172,14 +173,15 @@ class PipelineService:
             check_at_rest(pipeline_id, self.store.get(pipeline_id).state, "edited")
             current_doc = self.store.document(pipeline_id, reveal_secrets=True)
             current = parse_pipeline(current_doc)
-            doc, new = _validated(doc)
+            doc = _native(doc)
+            new = parse_pipeline(doc)  # its shape: secrets sent back masked are restored next
             if new.name != pipeline_id:
                 raise ConfigError(
                     f"name: a pipeline keeps its name ({pipeline_id}); create a new pipeline "
                     "for another one"
                 )
             doc = keep_masked_secrets(doc, new, current_doc, current)
-            new = parse_pipeline(doc)
+            new = parse_resolved(doc)
             changes = state_changes(current, new)
             if changes and not reset_state:
                 raise ConflictError(
@@ -265,7 +267,9 @@ class PipelineService:
         doc = self.store.document(pipeline_id, reveal_secrets=True)
         pipeline = parse_pipeline(doc)
         if pipeline.sink.clickhouse.embedded:
-            pipeline = parse_pipeline(self._served(doc, pipeline))
+            doc = self._served(doc, pipeline)
+        # replaying decodes with the fields: fetched from the registry with the real secrets
+        pipeline = parse_resolved(doc) if pipeline.fields_pending else parse_pipeline(doc)
         with open_dead_letters(pipeline) as letters:
             yield letters
 
@@ -371,14 +375,23 @@ class PipelineService:
 
 
 def _validated(doc: dict[str, Any]) -> tuple[dict[str, Any], Pipeline]:
-    """The document in streamsift's format (GlassFlow's converted) and its validated model."""
+    """The document in streamsift's format (GlassFlow's converted) and its model, validated
+    with the fields its sources take from their registries (the document keeps
+    `from_registry` as written)."""
+    doc = _native(doc)
+    return doc, parse_resolved(doc)
+
+
+def _native(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document in streamsift's format: GlassFlow's converted, its Avro/Protobuf sources'
+    fields read from their registries first when the file does not list them."""
     if not isinstance(doc, dict):
         raise ConfigError("a pipeline document must be a mapping (key: value pairs)")
     if is_glassflow(doc):
         from streamsift.config.glassflow import convert_glassflow
 
-        doc = convert_glassflow(doc)
-    return doc, parse_pipeline(doc)
+        doc = convert_glassflow(glassflow_with_registry_fields(doc))
+    return doc
 
 
 def _ended(code: int, log_path: Path) -> str:

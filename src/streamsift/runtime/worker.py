@@ -112,16 +112,17 @@ def lag_by_partition(progress: dict[str, Any]) -> dict[str, int]:
 
 def run(directory: Path, document: dict[str, Any], driver_inserts: bool) -> int:
     """Run the pipeline until stopped; the exit code for the process."""
-    from streamsift.config import ConfigError, parse_pipeline
+    from streamsift.config import ConfigError
     from streamsift.errors import StreamsiftError
     from streamsift.runtime.batch_writer import pipeline_secrets
     from streamsift.runtime.pipeline import PipelineRunner
+    from streamsift.runtime.registry_fields import parse_resolved
     from streamsift.runtime.signals import AbortRequested, install_stop_handlers
 
     status = StatusFile(directory)
     status.start()
     try:
-        pipeline = parse_pipeline(document)
+        pipeline = parse_resolved(document)  # registry fields fetched with the real secrets
     except ConfigError as exc:
         status.finish("failed", str(exc), "edit the pipeline's document")
         return EXIT_FAILED

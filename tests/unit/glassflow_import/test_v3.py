@@ -120,11 +120,9 @@ def test_otlp_source_refusals_name_the_field() -> None:
     )
 
 
-def test_schema_registry_is_refused() -> None:
+def test_schema_registry_without_a_binary_format_is_refused() -> None:
     doc = changed(example("v3"), "sources[0].schema_registry", {"url": "http://registry:8081"})
-    assert problems(doc) == [
-        "sources[0].schema_registry: Schema Registry is not supported yet; streamsift reads plain JSON messages"
-    ]
+    assert problems(doc) == ["sources[0].schema_registry: used only with format avro or protobuf"]
 
 
 def test_problems_in_a_translated_v3_expression_name_the_glassflow_expression() -> None:

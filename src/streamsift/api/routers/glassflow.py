@@ -37,6 +37,7 @@ from streamsift.config.glassflow import glassflow_version, import_glassflow
 from streamsift.config.glassflow.export import export_v3
 from streamsift.errors import ConflictError, NotFoundError
 from streamsift.runtime.dead_letters import DeadLetters, DlqNotFound
+from streamsift.runtime.registry_fields import glassflow_with_registry_fields
 
 PREFIX = "/api/v1/pipeline"
 MAX_DLQ_BATCH = 1000
@@ -93,7 +94,7 @@ def _import_v3(doc: dict[str, Any], action: str) -> tuple[dict[str, Any], dict[s
                 "(convert it with POST /api/v1/pipeline/migrate-preview)"
             )
         doc = normalize_v3(doc)
-        return doc, import_glassflow(doc).document
+        return doc, import_glassflow(glassflow_with_registry_fields(doc)).document
 
 
 @router.post("", summary="create and start a pipeline from GlassFlow v3 JSON")
@@ -247,7 +248,7 @@ def health(service: ServiceDep, pipeline_id: str) -> dict[str, Any]:
 @router.post("/migrate-preview", summary="GlassFlow v1/v2 JSON as v3 (creates nothing)")
 def migrate_preview(body: GlassFlowBody) -> dict[str, Any]:
     with glassflow_errors("migration"):
-        result = import_glassflow(body)
+        result = import_glassflow(glassflow_with_registry_fields(body))
         pipeline = parse_pipeline(result.document)
     name = body.get("name") if isinstance(body.get("name"), str) else None
     document = export_v3(pipeline, display_name=name).document

@@ -6,8 +6,8 @@ from fastapi import APIRouter
 
 from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody
 from streamsift.api.models import ErrorBody, ValidateResult
-from streamsift.config.loader import parse_pipeline
 from streamsift.config.summary import summary
+from streamsift.runtime.registry_fields import parse_resolved
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
 
@@ -19,5 +19,5 @@ router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
     responses={422: {"model": ErrorBody, "description": "details.problems: one line each"}},
 )
 def validate(document: DocumentBody) -> ValidateResult:
-    pipeline = parse_pipeline(document)
+    pipeline = parse_resolved(document)
     return ValidateResult(name=pipeline.name, summary=summary(pipeline))

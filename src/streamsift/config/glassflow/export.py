@@ -207,7 +207,7 @@ def _source(src: KafkaSource, where: str, notes: list[str]) -> dict[str, Any]:
                 f"{where}.schema: field {field.name!r} ({field.type.value}) is a string in v3"
             )
         fields.append({"name": field.name, "type": _FIELD_TYPES[field.type]})
-    return {
+    out = {
         "type": "kafka",
         "source_id": src.id,
         "connection_params": conn,
@@ -215,6 +215,21 @@ def _source(src: KafkaSource, where: str, notes: list[str]) -> dict[str, Any]:
         "consumer_group_initial_offset": src.start_from.value,
         "schema_fields": fields,
     }
+    registry = src.schema_registry
+    if registry is not None:  # GlassFlow Enterprise's form of the same source
+        out["format"] = src.format.value
+        out["schema_registry"] = {"url": registry.url}
+        if registry.username:
+            out["schema_registry"]["api_key"] = registry.username
+        if registry.password is not None:
+            out["schema_registry"]["api_secret"] = registry.password.get_secret_value()
+    if schema.fields_pending:  # from_registry, as stored: GlassFlow reads the topic's subject
+        del out["schema_fields"]
+        notes.append(
+            f"{where}.schema.from_registry: no schema_fields; imported again, the fields come "
+            f"from the registry's latest {src.topic}-value schema"
+        )
+    return out
 
 
 def _dedup(dedup: Dedup, source_id: str, where: str, notes: list[str]) -> dict[str, Any] | None:

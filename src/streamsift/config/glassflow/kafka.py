@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamsift.config.glassflow.formats import refuse_format
 from streamsift.config.glassflow.reader import Reader, blank
 from streamsift.config.glassflow.values import decode_pem
 
@@ -25,17 +26,20 @@ def refuse_source_kind(kind_value: object, path: str) -> list[str]:
     ]
 
 
-def refuse_source_extras(src: dict[str, Any], path: str) -> list[str]:
-    """The refusals of a Schema Registry and of message formats other than JSON."""
+def refuse_source_extras(src: dict[str, Any], path: str, registry_ok: bool = False) -> list[str]:
+    """The refusals of a Schema Registry and of message formats streamsift cannot read here
+    (v3 files read Avro and Protobuf with a registry: config/glassflow/formats.py)."""
+    if registry_ok:
+        return refuse_format(src, path)
     refused = []
     if src.get("schema_registry") not in (None, {}, ""):
         refused.append(
-            f"{path}.schema_registry: Schema Registry is not supported yet; "
-            "streamsift reads plain JSON messages"
+            f"{path}.schema_registry: Schema Registry is read from v3 pipeline files only; "
+            "migrate the file to v3"
         )
     fmt = src.get("format")
     if fmt not in (None, "") and str(fmt).strip().lower() != "json":
-        refused.append(f"{path}.format: {fmt!r} messages are not supported yet; only JSON")
+        refused.append(f"{path}.format: {fmt!r} messages are read from v3 files only")
     return refused
 
 

@@ -8,6 +8,7 @@ from streamsift.config.errors import ConfigError
 from streamsift.config.glassflow.clickhouse import check_sink_type, mapping_columns, read_sink
 from streamsift.config.glassflow.dedup import read_dedup
 from streamsift.config.glassflow.document import single_source_document
+from streamsift.config.glassflow.formats import registry_source, source_format
 from streamsift.config.glassflow.joins import (
     add_join_output,
     check_join_type,
@@ -41,7 +42,7 @@ def refuse_v3(r: Reader) -> None:
                 continue
             refused.extend(refuse_source_kind(src.get("type"), f"sources[{i}]"))
             if not is_otlp_source(src):  # otlp.py names what an OTLP source must not have
-                refused.extend(refuse_source_extras(src, f"sources[{i}]"))
+                refused.extend(refuse_source_extras(src, f"sources[{i}]", registry_ok=True))
         if len(sources) > 1 and not joined:
             refused.append(
                 f"sources: pipelines with {len(sources)} sources are not supported yet; "
@@ -65,13 +66,19 @@ def v3_source(
 ) -> tuple[dict[str, Any], dict[str, Field]]:
     """Our `source` (with schema) from `sources[i]`, whose id and connection the caller read."""
     source = kafka_source(r, conn, f"{path}.connection_params", src, path, "topic", source_id)
-    raw = r.array(src, "schema_fields", f"{path}.schema_fields", required=True)
-    source["schema"], fields = read_schema(
-        r,
-        raw,
-        [f"{path}.schema_fields[{i}]" for i in range(len(raw or []))],
-        f"{path}.schema_fields",
-    )
+    derived = None
+    if source_format(src) != "json":
+        derived = registry_source(r, src, path, source)
+    if derived is not None:
+        raw, where = derived or None, f"{path}.schema"
+        paths = [f"{where} ({entry['name']})" for entry in derived]
+    else:
+        raw = r.array(src, "schema_fields", f"{path}.schema_fields", required=True)
+        where, paths = (
+            f"{path}.schema_fields",
+            [f"{path}.schema_fields[{i}]" for i in range(len(raw or []))],
+        )
+    source["schema"], fields = read_schema(r, raw, paths, where)
     return source, fields
 
 
