@@ -24,6 +24,7 @@ import httpx
 import pytest
 import yaml
 from confluent_kafka import Producer
+from prometheus_client.parser import text_string_to_metric_families
 
 from streamsift.embedded.broker import Broker, free_port
 from streamsift.embedded.clickhouse_server import spawn_server
@@ -233,6 +234,7 @@ def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
     assert status.lag is not None
     assert set(status.lag_by_partition) == {f"{name}/0", f"{name}/1"}
     assert status.last_batch_at is not None and status.last_batch_duration_ms is not None
+    check_metrics(sdk, name, clickhouse, sdk.dlq_stats(name).table)
 
     # the dead letters: stats, a page, consume, replay (dry), purge
     stats = sdk.dlq_stats(name)
@@ -293,6 +295,55 @@ def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
         sdk.get(name)
     with pytest.raises(NotFound):
         sdk.dlq_stats(name)
+
+
+def check_metrics(sdk: Client, name: str, port: int, dlq_table: str) -> None:
+    """/metrics parses with prometheus_client's parser, and its counters are the table's rows
+    and the DLQ table's rows by stage and error class."""
+    families = {f.name: f for f in text_string_to_metric_families(sdk.metrics())}
+    samples: dict[tuple[str, frozenset], float] = {
+        (s.name, frozenset(s.labels.items())): s.value
+        for f in families.values()
+        for s in f.samples
+        if s.labels.get("pipeline") == name
+    }
+
+    def value(metric: str, **labels: str) -> float:
+        return samples[(metric, frozenset({"pipeline": name, **labels}.items()))]
+
+    table_rows, _ = rows(port, name.replace("-", "_"))
+    assert value("streamsift_rows_written_total") == table_rows == 100
+    assert value("streamsift_rows_read_total") == 202  # 200 events and 2 bad messages
+    assert value("streamsift_duplicates_dropped_total") == 100
+    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
+    try:
+        in_table = client.query(
+            f"SELECT stage, error_class, count() FROM {dlq_table} GROUP BY stage, error_class"
+        ).result_rows
+    finally:
+        client.close()
+    by_class = {
+        (dict(labels)["stage"], dict(labels)["error_class"]): n
+        for (metric, labels), n in samples.items()
+        if metric == "streamsift_dlq_records_total"
+    }
+    assert by_class == {(stage, cls): n for stage, cls, n in in_table}
+    assert sum(by_class.values()) == 2
+    assert value("streamsift_pipeline_status", status="Running") == 1
+    assert value("streamsift_pipeline_status", status="Stopped") == 0
+    partitions = {
+        dict(labels)["partition"]
+        for (metric, labels) in samples
+        if metric == "streamsift_lag_messages"
+    }
+    assert partitions == {"0", "1"}
+    batches = value("streamsift_micro_batch_duration_seconds_count")
+    assert batches >= 1
+    assert value("streamsift_micro_batch_duration_seconds_bucket", le="+Inf") == batches
+    assert value("streamsift_end_to_end_latency_seconds_count") == table_rows
+    assert value("streamsift_end_to_end_latency_seconds_sum") > 0
+    assert families["streamsift_end_to_end_latency_seconds"].type == "histogram"
+    assert families["streamsift_clickhouse_retries"].type == "counter"
 
 
 # ------------------------------------------------------------------ (b) kill -9 of the server

@@ -219,7 +219,7 @@ class PipelineService:
 
     def status(self, pipeline_id: str) -> PipelineStatus:
         record = self.store.get(pipeline_id)
-        report = self.supervisor.status(pipeline_id) or {}
+        report = self.worker_report(pipeline_id)
         stats = report.get("stats") or {}
         counts = {
             k: int(stats.get(k) or 0)
@@ -242,6 +242,10 @@ class PipelineService:
             reported_at=report.get("updated_at"),
             **counts,
         )
+
+    def worker_report(self, pipeline_id: str) -> dict[str, Any]:
+        """What the pipeline's worker last wrote in its status.json (empty before it ran)."""
+        return self.supervisor.status(pipeline_id) or {}
 
     @contextlib.contextmanager
     def dead_letters(self, pipeline_id: str) -> Iterator[DeadLetters]:
