@@ -3,7 +3,9 @@ GlassFlow-compatible API on a real uvicorn server: pipelines from GlassFlow v3 J
 bundled broker into a chdb-backed ClickHouse endpoint, through the service's real workers.
 
 Each pipeline start costs a Spark start-up, so one dedup pipeline goes through the whole
-lifecycle in one test (create, list, get, health, DLQ, stop, resume, edit, delete)."""
+lifecycle in one test (create, list, get, health, DLQ, stop, resume, edit, delete), and one
+join pipeline through its own (create, get, list, health, rows exact, DLQ, stop, resume,
+exact, terminate, delete)."""
 
 from __future__ import annotations
 
@@ -224,10 +226,27 @@ def test_glassflow_sdk_runs_a_dedup_pipeline_through_its_lifecycle(
     assert rows(clickhouse, table) == (150, 150)
 
 
-def test_glassflow_sdk_creates_reads_and_deletes_a_join_pipeline(
+def order(i: int) -> bytes:
+    return json.dumps({"order_id": f"o{i}", "user_id": f"u{i % 5}", "amount": i + 0.5}).encode()
+
+
+def joined_rows(port: int, table: str) -> tuple[int, int, int]:
+    """(rows, distinct orders, rows whose user_name matches their order's user) of `table`."""
+    client = ch_client(port)
+    try:
+        total, distinct, matched = client.query(
+            f"SELECT count(), uniqExact(order_id), countIf(user_name = concat('user ', "
+            f"toString(toInt64(substring(order_id, 2)) % 5))) FROM {table}"
+        ).result_rows[0]
+        return int(total), int(distinct), int(matched)
+    finally:
+        client.close()
+
+
+def test_glassflow_sdk_runs_a_join_pipeline_exactly_through_stop_and_resume(
     glassflow: Any, api: tuple[str, PipelineService], broker: Broker, clickhouse: int
 ) -> None:
-    url, _ = api
+    url, service = api
     pipeline_id = f"gf-join-{uuid.uuid4().hex[:8]}"
     topics = {"orders": f"{pipeline_id}-orders", "users": f"{pipeline_id}-users"}
     config = adapted("glassflow-join-v3.json", broker, clickhouse, pipeline_id, topics)
@@ -239,20 +258,49 @@ def test_glassflow_sdk_creates_reads_and_deletes_a_join_pipeline(
     )
     ch.close()
     for topic in topics.values():
-        produce(broker, topic, [b'{"warm": "up"}'])
+        broker.create_topic(topic, 1)  # one partition: orders' re-sends meet their first copy
+    users = [json.dumps({"user": {"id": f"u{i}", "name": f"user {i}"}}).encode() for i in range(5)]
+    produce(broker, topics["users"], users)
+    malformed = [b"{not an order", b"[1, 2]"]
+    produce(broker, topics["orders"], [order(i) for i in range(20)] * 2 + malformed)
 
     client = glassflow.Client(host=url)
-    client.create_pipeline(copy.deepcopy(config))
+    pipeline = client.create_pipeline(copy.deepcopy(config))
     fetched = client.get_pipeline(pipeline_id)
     assert fetched.config.join.enabled and fetched.config.join.left_source.key == "user_id"
     assert fetched.config.join.output_fields[2].output_name == "user_name"
     listed = {p["pipeline_id"]: p for p in client.list_pipelines()}
     assert listed[pipeline_id]["transformation_type"] == "Join & Deduplication"
-    assert fetched.health()["overall_status"] in ("Created", "Running")
-    client.stop_pipeline(pipeline_id, terminate=True)
-    wait_for("Stopped", lambda: fetched.health()["overall_status"] == "Stopped")
-    client.delete_pipeline(pipeline_id)
+    wait_for("Running", lambda: status(pipeline) == "Running")
+
+    # every order once, joined with its user; the bad messages in the DLQ
+    wait_for("20 joined rows", lambda: joined_rows(clickhouse, table)[0] >= 20)
+    dlq = fetched.dlq
+    wait_for("2 dead letters", lambda: dlq.state()["total_messages"] >= 2)
+    assert joined_rows(clickhouse, table) == (20, 20, 20)
+    assert dlq.state()["unconsumed_messages"] == 2
+    letters = dlq.consume(batch_size=5)
+    assert {m["original_message"] for m in letters} == {m.decode() for m in malformed}
+    assert dlq.state()["unconsumed_messages"] == 0
+    dlq.purge()
+    assert dlq.state()["total_messages"] == 0
+    assert service.status(pipeline_id).duplicates == 20  # seen natively too
+
+    # stop; orders arrive meanwhile (each twice); resume: joined with the users held in the
+    # join's state, each once
+    pipeline.stop()
+    wait_for("Stopped", lambda: status(pipeline) == "Stopped")
+    produce(broker, topics["orders"], [order(i) for i in range(20, 30)] * 2)
+    pipeline.resume()
+    wait_for("Running again", lambda: status(pipeline) == "Running")
+    wait_for("30 joined rows", lambda: joined_rows(clickhouse, table)[0] >= 30)
+    assert joined_rows(clickhouse, table) == (30, 30, 30)
+
+    pipeline.stop(terminate=True)
+    wait_for("Stopped", lambda: status(pipeline) == "Stopped")
+    pipeline.delete()
     assert pipeline_id not in {p["pipeline_id"] for p in client.list_pipelines()}
+    assert joined_rows(clickhouse, table) == (30, 30, 30)
 
 
 def test_migrate_preview_converts_v2_and_v1_to_v3_and_creates_nothing(
