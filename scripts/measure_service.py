@@ -144,8 +144,11 @@ def create_and_time(
         if count >= expected and running is not None:
             if count != expected:
                 raise SystemExit(f"{name}: {count} rows, expected {expected}")
-            return {"to_running_s": round(running, 2), "to_first_row_s": round(first or now, 2),
-                    "to_all_rows_s": round(now, 2)}
+            return {
+                "to_running_s": round(running, 2),
+                "to_first_row_s": round(first or now, 2),
+                "to_all_rows_s": round(now, 2),
+            }
         if now > 600:
             raise SystemExit(f"{name}: {count} of {expected} rows after 600 s")
         time.sleep(0.05)
@@ -216,9 +219,7 @@ def main() -> int:
                         results["rss_1"] = memory(serve.pid)
                 time.sleep(args.idle)
                 results[f"rss_{args.pipelines}"] = memory(serve.pid)
-                latencies = asyncio.run(
-                    status_latencies(url, names, args.clients, args.requests)
-                )
+                latencies = asyncio.run(status_latencies(url, names, args.clients, args.requests))
                 results["status_route"] = {
                     "requests": len(latencies),
                     "clients": args.clients,

@@ -9,14 +9,36 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
-from test_signals import count_rows, start_cli, users_pipeline, wait_for
+from test_signals import EXAMPLE, count_rows, start_cli, wait_for
+
+from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
 
 pytestmark = pytest.mark.e2e
-__all__ = ["users_pipeline"]  # the fixture, from test_signals
+EVENTS = 300
+
+
+@pytest.fixture
+def pipeline(broker, tmp_path, unique_name) -> tuple[Path, Truth]:
+    """The example dedup pipeline over a topic of its own with EVENTS events (20% re-sends)."""
+    broker.create_topic(unique_name, 2)
+    truth = Truth()
+    events = generate(EventSpec(EVENTS, 0.2, 30, seed=11), truth)
+    produce(broker.bootstrap_servers, unique_name, events)
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["name"] = unique_name.replace("_", "-")[:60]
+    doc["source"]["bootstrap_servers"] = broker.bootstrap_servers
+    doc["source"]["topic"] = unique_name
+    doc["sink"]["clickhouse"]["path"] = str(tmp_path / "ch")
+    doc["runtime"] = {"checkpoint_dir": str(tmp_path / "checkpoint")}
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path, truth
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -29,8 +51,8 @@ def scrape(url: str) -> dict[str, float]:
     return samples
 
 
-def test_run_serves_metrics_that_count_the_tables_rows(users_pipeline, tmp_path) -> None:
-    path, truth = users_pipeline
+def test_run_serves_metrics_that_count_the_tables_rows(pipeline, tmp_path) -> None:
+    path, truth = pipeline
     proc = start_cli("run", str(path), "--metrics-port", "0", out=tmp_path)
     try:
         said = re.compile(r"metrics on (http://127\.0\.0\.1:\d+/metrics)")
@@ -42,8 +64,8 @@ def test_run_serves_metrics_that_count_the_tables_rows(users_pipeline, tmp_path)
             "every row counted",
         )
         samples = scrape(url)
-        assert samples["streamsift_rows_read_total"] == 600
-        assert samples["streamsift_duplicates_dropped_total"] == 600 - truth.expected_unique
+        assert samples["streamsift_rows_read_total"] == EVENTS
+        assert samples["streamsift_duplicates_dropped_total"] == EVENTS - truth.expected_unique
         assert samples["streamsift_pipeline_status:Running"] == 1
         assert samples["streamsift_micro_batch_duration_seconds_count"] >= 1
         assert samples["streamsift_end_to_end_latency_seconds_count"] == truth.expected_unique
@@ -58,8 +80,8 @@ def test_run_serves_metrics_that_count_the_tables_rows(users_pipeline, tmp_path)
         httpx.get(url, timeout=5)
 
 
-def test_a_metrics_port_in_use_is_a_clear_error(users_pipeline) -> None:
-    path, _ = users_pipeline
+def test_a_metrics_port_in_use_is_a_clear_error(pipeline) -> None:
+    path, _ = pipeline
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

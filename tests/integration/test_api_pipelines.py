@@ -9,23 +9,20 @@ each test starts as few pipelines as its point needs.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import clickhouse_connect
 import httpx
 import pytest
 import yaml
-from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 
+from service_helpers import pipeline_doc, produce, wait_for
 from streamsift.embedded.broker import Broker, free_port
 from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.runtime.processes import kill_pid_tree
@@ -36,7 +33,6 @@ pytestmark = pytest.mark.integration
 TOKEN = "api-pipelines-token"
 CH_PASSWORD = "ch-Secret-7Qz1"
 SASL_PASSWORD = "sasl-Secret-K4p8"
-START_TIMEOUT_S = 240
 
 
 class Serve:
@@ -90,57 +86,6 @@ class Serve:
 
     def _log_from(self, offset: int) -> str:
         return self.log.read_bytes()[offset:].decode("utf-8", "replace")
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout: float = START_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
-def pipeline_doc(name: str, broker: Broker, clickhouse: dict[str, Any], **sink: Any) -> dict:
-    return {
-        "name": name,
-        "source": {
-            "bootstrap_servers": broker.bootstrap_servers,
-            "topic": name,
-            "schema": {
-                "fields": [
-                    {"name": "event_id", "type": "string"},
-                    {"name": "n", "type": "int"},
-                    {"name": "created_at", "type": "timestamp"},
-                ],
-                "event_time": "created_at",
-            },
-        },
-        "dedup": {"key": "event_id", "time_window": "1h"},
-        "sink": {
-            "clickhouse": clickhouse,
-            "table": name.replace("-", "_"),
-            "create_table": True,
-            "order_by": ["event_id"],
-            "mapping": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "n", "column": "n", "type": "Int64"},
-                {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-            ],
-            **sink,
-        },
-    }
-
-
-def produce(broker: Broker, topic: str, ids: range, extra: tuple[bytes, ...] = ()) -> None:
-    """Each event id twice (dedup keeps one), then the `extra` raw messages."""
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
-    for _ in range(2):
-        for i in ids:
-            value = {"event_id": f"e{i}", "n": i, "created_at": "2026-01-01T00:00:00Z"}
-            producer.produce(topic, key=f"e{i}".encode(), value=json.dumps(value).encode())
-    for raw in extra:
-        producer.produce(topic, key=b"bad", value=raw)
-    assert producer.flush(30) == 0
 
 
 def in_state(client: Client, pipeline_id: str, state: str) -> Callable[[], bool]:
@@ -231,7 +176,7 @@ def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
     )
     status = sdk.status(name)
     assert (status.duplicates, status.dlq, status.worker_state) == (100, 2, "running")
-    assert status.lag is not None
+    assert status.lag is not None and status.rows_per_second and status.rows_per_second > 0
     assert set(status.lag_by_partition) == {f"{name}/0", f"{name}/1"}
     assert status.last_batch_at is not None and status.last_batch_duration_ms is not None
     check_metrics(sdk, name, clickhouse, sdk.dlq_stats(name).table)
@@ -412,6 +357,7 @@ def test_no_route_and_no_log_shows_a_password(server: Serve, sdk: Client, broker
             f"/api/v1/pipelines/{name}/document",
             f"/api/v1/pipelines/{name}/status",
             f"/api/v1/pipelines/{name}/history",
+            "/metrics",
         )
     ]
     assert all(a.status_code == 200 for a in answers), [a.text for a in answers]

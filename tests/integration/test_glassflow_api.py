@@ -12,9 +12,8 @@ from __future__ import annotations
 import copy
 import json
 import os
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pytest
 from confluent_kafka import Producer
 
 from api_server import ServerThread
+from service_helpers import wait_for
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
@@ -32,16 +32,7 @@ from streamsift.runtime.service import PipelineService
 
 pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
-TIMEOUT_S = 240
 CH_PASSWORD = "gf-ch-secret-7Qx"
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout: float = TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +166,8 @@ def test_glassflow_sdk_runs_a_dedup_pipeline_through_its_lifecycle(
     assert fetched.config.sink.connection_params.password == "***"  # never returned
     assert [f.name for f in fetched.config.sources[0].schema_fields][:2] == ["event_id", "user.id"]
     assert CH_PASSWORD not in httpx.get(f"{url}/api/v1/pipeline/{pipeline_id}").text
+    versioned = httpx.get(f"{url}/api/v1/pipeline/{pipeline_id}", params={"schema": "users:2"})
+    assert versioned.status_code == 400 and "schema versions" in versioned.json()["message"]
 
     # exactly once: every event once, the duplicates dropped, the bad messages in the DLQ
     wait_for("100 rows", lambda: rows(clickhouse, table)[0] >= 100)
@@ -284,7 +277,11 @@ def test_glassflow_sdk_runs_a_join_pipeline_exactly_through_stop_and_resume(
     assert dlq.state()["unconsumed_messages"] == 0
     dlq.purge()
     assert dlq.state()["total_messages"] == 0
-    assert service.status(pipeline_id).duplicates == 20  # seen natively too
+    wait_for(  # seen natively too: 47 read (42 orders, 5 users), 20 re-sends dropped
+        "the status to count the duplicates",
+        lambda: service.status(pipeline_id).duplicates == 20,
+        timeout=60,
+    )
 
     # stop; orders arrive meanwhile (each twice); resume: joined with the users held in the
     # join's state, each once
@@ -295,6 +292,9 @@ def test_glassflow_sdk_runs_a_join_pipeline_exactly_through_stop_and_resume(
     wait_for("Running again", lambda: status(pipeline) == "Running")
     wait_for("30 joined rows", lambda: joined_rows(clickhouse, table)[0] >= 30)
     assert joined_rows(clickhouse, table) == (30, 30, 30)
+    with pytest.raises(glassflow.errors.InvalidStatusTransitionError) as refused:
+        pipeline.update({"sink": {"max_batch_size": 500}})  # no edit while running
+    assert "must be stopped" in str(refused.value)
 
     pipeline.stop(terminate=True)
     wait_for("Stopped", lambda: status(pipeline) == "Stopped")

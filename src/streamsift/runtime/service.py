@@ -70,6 +70,7 @@ class PipelineStatus:
     late: int = 0
     late_dropped: int = 0
     batches: int = 0
+    rows_per_second: float | None = None  # read per second of micro-batch time, this run
     lag: int | None = None
     lag_by_partition: dict[str, int] = field(default_factory=dict)
     last_batch_at: str | None = None
@@ -235,6 +236,7 @@ class PipelineService:
             hint=report.get("hint"),
             worker_state=report.get("state"),
             pid=report.get("pid"),
+            rows_per_second=throughput(stats),
             lag=stats.get("lag"),
             lag_by_partition=dict(report.get("lag_by_partition") or {}),
             last_batch_at=report.get("last_batch_at"),
@@ -346,6 +348,14 @@ def _validated(doc: dict[str, Any]) -> tuple[dict[str, Any], Pipeline]:
 
         doc = convert_glassflow(doc)
     return doc, parse_pipeline(doc)
+
+
+def throughput(stats: dict[str, Any]) -> float | None:
+    """Messages read per second of micro-batch time in this run (None before any batch)."""
+    busy_ms = int(stats.get("busy_ms") or 0)
+    if not busy_ms:
+        return None
+    return round(int(stats.get("read") or 0) / (busy_ms / 1000), 1)
 
 
 def _ended(code: int, log_path: Path) -> str:
