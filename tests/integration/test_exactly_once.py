@@ -225,6 +225,42 @@ def test_clickhouse_failures_are_retried_until_it_recovers(
     )
 
 
+def test_insert_retries_are_counted_where_the_metrics_read_them(
+    broker, tmp_path, unique_name, endpoint
+):
+    """ClickHouse answers 503 to two inserts in the middle of a batch (armed after its first
+    chunk is in): the writer retries each, the rows land once, and the run counts exactly
+    those two insert retries (what `streamsift_clickhouse_retries_total` shows)."""
+    broker.create_topic(unique_name, 3)
+    truth = Truth()
+    produce(
+        broker.bootstrap_servers, unique_name, generate(EventSpec(2_000, 0.2, 200, seed=25), truth)
+    )
+    pipeline = parse_pipeline(
+        pipeline_doc(
+            broker,
+            unique_name,
+            unique_name,
+            {"host": "127.0.0.1", "port": endpoint.port},
+            tmp_path / "ckpt",
+        )
+    )
+    runner = PipelineRunner(pipeline, driver_inserts=True)  # the inserts happen in this process
+    armed: list[bool] = []
+
+    def fail_twice_after_the_first_insert() -> None:
+        if not armed:
+            armed.append(True)
+            set_remote_faults(endpoint.url, fail_next=2, status=503)
+
+    runner.batch_writer.after_insert = fail_twice_after_the_first_insert
+    result = runner.run(until_caught_up=True)
+    assert armed and result.stats["written"] == truth.expected_unique
+    assert_exact(endpoint, unique_name, truth)
+    assert result.stats["retries"] == {"insert": 2}
+    assert "insert" in runner.report()["stats"]["retries"]  # what status.json and /metrics get
+
+
 def test_rows_clickhouse_refuses_go_to_the_dlq(broker, tmp_path, unique_name, endpoint):
     """A constraint the values violate: those rows go to the DLQ with the code and their
     original message (read back from Kafka on the executors that insert), the rest land."""
