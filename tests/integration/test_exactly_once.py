@@ -20,6 +20,7 @@ import yaml
 
 from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
+from streamsift.config.models import Pipeline
 from streamsift.embedded.clickhouse_faults import set_remote_faults
 from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
@@ -192,24 +193,23 @@ FAULTS = {
 }
 
 
+def events_into_endpoint(
+    broker, topic: str, endpoint: Endpoint, tmp_path: Path, events: int, seed: int
+) -> tuple[Pipeline, Truth]:
+    """`events` generated events (20% re-sends) on a new topic, and the pipeline that
+    deduplicates them into the endpoint's table of that name."""
+    broker.create_topic(topic, 3)
+    truth = Truth()
+    produce(broker.bootstrap_servers, topic, generate(EventSpec(events, 0.2, 300, seed), truth))
+    sink = {"host": "127.0.0.1", "port": endpoint.port}
+    return parse_pipeline(pipeline_doc(broker, topic, topic, sink, tmp_path / "ckpt")), truth
+
+
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_clickhouse_failures_are_retried_until_it_recovers(
     broker, tmp_path, unique_name, endpoint, fault
 ):
-    broker.create_topic(unique_name, 3)
-    truth = Truth()
-    produce(
-        broker.bootstrap_servers, unique_name, generate(EventSpec(3_000, 0.2, 300, seed=23), truth)
-    )
-    pipeline = parse_pipeline(
-        pipeline_doc(
-            broker,
-            unique_name,
-            unique_name,
-            {"host": "127.0.0.1", "port": endpoint.port},
-            tmp_path / "ckpt",
-        )
-    )
+    pipeline, truth = events_into_endpoint(broker, unique_name, endpoint, tmp_path, 3_000, 23)
     runner = PipelineRunner(pipeline)
     runner.prepare_sink()
     set_remote_faults(endpoint.url, **FAULTS[fault])
@@ -231,20 +231,7 @@ def test_insert_retries_are_counted_where_the_metrics_read_them(
     """ClickHouse answers 503 to two inserts in the middle of a batch (armed after its first
     chunk is in): the writer retries each, the rows land once, and the run counts exactly
     those two insert retries (what `streamsift_clickhouse_retries_total` shows)."""
-    broker.create_topic(unique_name, 3)
-    truth = Truth()
-    produce(
-        broker.bootstrap_servers, unique_name, generate(EventSpec(2_000, 0.2, 200, seed=25), truth)
-    )
-    pipeline = parse_pipeline(
-        pipeline_doc(
-            broker,
-            unique_name,
-            unique_name,
-            {"host": "127.0.0.1", "port": endpoint.port},
-            tmp_path / "ckpt",
-        )
-    )
+    pipeline, truth = events_into_endpoint(broker, unique_name, endpoint, tmp_path, 2_000, 25)
     runner = PipelineRunner(pipeline, driver_inserts=True)  # the inserts happen in this process
     armed: list[bool] = []
 
