@@ -87,6 +87,7 @@ def test_health_is_open_and_the_rest_needs_the_token(api: str) -> None:
             ("GET", "/docs"),
             ("POST", "/api/v1/pipelines/validate"),
             ("POST", "/api/v1/expressions/evaluate"),
+            ("GET", "/metrics"),
         ):
             refused = anonymous.request(method, path)
             assert_error(refused, 401, "unauthorized", "Authorization: Bearer")
@@ -99,6 +100,15 @@ def test_health_is_open_and_the_rest_needs_the_token(api: str) -> None:
         assert "/api/v1/pipelines/validate" in spec["paths"]
         docs = anonymous.get("/docs", headers=AUTH)
         assert docs.status_code == 200 and "swagger" in docs.text.lower()
+        metrics = anonymous.get("/metrics", headers=AUTH)  # declared even with no pipeline
+        assert metrics.status_code == 200
+        assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
+        assert "# TYPE streamsift_rows_written_total counter" in metrics.text
+        openmetrics = anonymous.get(
+            "/metrics", headers={**AUTH, "Accept": "application/openmetrics-text"}
+        )
+        assert openmetrics.headers["content-type"].startswith("application/openmetrics-text")
+        assert openmetrics.text.endswith("# EOF\n")
 
 
 def test_without_a_token_every_route_is_open(tmp_path: Path) -> None:

@@ -9,22 +9,20 @@ each test starts as few pipelines as its point needs.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import clickhouse_connect
 import httpx
 import pytest
 import yaml
-from confluent_kafka import Producer
+from prometheus_client.parser import text_string_to_metric_families
 
+from service_helpers import pipeline_doc, produce, wait_for
 from streamsift.embedded.broker import Broker, free_port
 from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.runtime.processes import kill_pid_tree
@@ -35,7 +33,6 @@ pytestmark = pytest.mark.integration
 TOKEN = "api-pipelines-token"
 CH_PASSWORD = "ch-Secret-7Qz1"
 SASL_PASSWORD = "sasl-Secret-K4p8"
-START_TIMEOUT_S = 240
 
 
 class Serve:
@@ -89,57 +86,6 @@ class Serve:
 
     def _log_from(self, offset: int) -> str:
         return self.log.read_bytes()[offset:].decode("utf-8", "replace")
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout: float = START_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
-def pipeline_doc(name: str, broker: Broker, clickhouse: dict[str, Any], **sink: Any) -> dict:
-    return {
-        "name": name,
-        "source": {
-            "bootstrap_servers": broker.bootstrap_servers,
-            "topic": name,
-            "schema": {
-                "fields": [
-                    {"name": "event_id", "type": "string"},
-                    {"name": "n", "type": "int"},
-                    {"name": "created_at", "type": "timestamp"},
-                ],
-                "event_time": "created_at",
-            },
-        },
-        "dedup": {"key": "event_id", "time_window": "1h"},
-        "sink": {
-            "clickhouse": clickhouse,
-            "table": name.replace("-", "_"),
-            "create_table": True,
-            "order_by": ["event_id"],
-            "mapping": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "n", "column": "n", "type": "Int64"},
-                {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-            ],
-            **sink,
-        },
-    }
-
-
-def produce(broker: Broker, topic: str, ids: range, extra: tuple[bytes, ...] = ()) -> None:
-    """Each event id twice (dedup keeps one), then the `extra` raw messages."""
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
-    for _ in range(2):
-        for i in ids:
-            value = {"event_id": f"e{i}", "n": i, "created_at": "2026-01-01T00:00:00Z"}
-            producer.produce(topic, key=f"e{i}".encode(), value=json.dumps(value).encode())
-    for raw in extra:
-        producer.produce(topic, key=b"bad", value=raw)
-    assert producer.flush(30) == 0
 
 
 def in_state(client: Client, pipeline_id: str, state: str) -> Callable[[], bool]:
@@ -230,9 +176,10 @@ def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
     )
     status = sdk.status(name)
     assert (status.duplicates, status.dlq, status.worker_state) == (100, 2, "running")
-    assert status.lag is not None
+    assert status.lag is not None and status.rows_per_second and status.rows_per_second > 0
     assert set(status.lag_by_partition) == {f"{name}/0", f"{name}/1"}
     assert status.last_batch_at is not None and status.last_batch_duration_ms is not None
+    check_metrics(sdk, name, clickhouse, sdk.dlq_stats(name).table)
 
     # the dead letters: stats, a page, consume, replay (dry), purge
     stats = sdk.dlq_stats(name)
@@ -293,6 +240,55 @@ def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
         sdk.get(name)
     with pytest.raises(NotFound):
         sdk.dlq_stats(name)
+
+
+def check_metrics(sdk: Client, name: str, port: int, dlq_table: str) -> None:
+    """/metrics parses with prometheus_client's parser, and its counters are the table's rows
+    and the DLQ table's rows by stage and error class."""
+    families = {f.name: f for f in text_string_to_metric_families(sdk.metrics())}
+    samples: dict[tuple[str, frozenset], float] = {
+        (s.name, frozenset(s.labels.items())): s.value
+        for f in families.values()
+        for s in f.samples
+        if s.labels.get("pipeline") == name
+    }
+
+    def value(metric: str, **labels: str) -> float:
+        return samples[(metric, frozenset({"pipeline": name, **labels}.items()))]
+
+    table_rows, _ = rows(port, name.replace("-", "_"))
+    assert value("streamsift_rows_written_total") == table_rows == 100
+    assert value("streamsift_rows_read_total") == 202  # 200 events and 2 bad messages
+    assert value("streamsift_duplicates_dropped_total") == 100
+    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
+    try:
+        in_table = client.query(
+            f"SELECT stage, error_class, count() FROM {dlq_table} GROUP BY stage, error_class"
+        ).result_rows
+    finally:
+        client.close()
+    by_class = {
+        (dict(labels)["stage"], dict(labels)["error_class"]): n
+        for (metric, labels), n in samples.items()
+        if metric == "streamsift_dlq_records_total"
+    }
+    assert by_class == {(stage, cls): n for stage, cls, n in in_table}
+    assert sum(by_class.values()) == 2
+    assert value("streamsift_pipeline_status", status="Running") == 1
+    assert value("streamsift_pipeline_status", status="Stopped") == 0
+    partitions = {
+        dict(labels)["partition"]
+        for (metric, labels) in samples
+        if metric == "streamsift_lag_messages"
+    }
+    assert partitions == {"0", "1"}
+    batches = value("streamsift_micro_batch_duration_seconds_count")
+    assert batches >= 1
+    assert value("streamsift_micro_batch_duration_seconds_bucket", le="+Inf") == batches
+    assert value("streamsift_end_to_end_latency_seconds_count") == table_rows
+    assert value("streamsift_end_to_end_latency_seconds_sum") > 0
+    assert families["streamsift_end_to_end_latency_seconds"].type == "histogram"
+    assert families["streamsift_clickhouse_retries"].type == "counter"
 
 
 # ------------------------------------------------------------------ (b) kill -9 of the server
@@ -361,6 +357,7 @@ def test_no_route_and_no_log_shows_a_password(server: Serve, sdk: Client, broker
             f"/api/v1/pipelines/{name}/document",
             f"/api/v1/pipelines/{name}/status",
             f"/api/v1/pipelines/{name}/history",
+            "/metrics",
         )
     ]
     assert all(a.status_code == 200 for a in answers), [a.text for a in answers]

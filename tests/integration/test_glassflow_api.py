@@ -3,16 +3,17 @@ GlassFlow-compatible API on a real uvicorn server: pipelines from GlassFlow v3 J
 bundled broker into a chdb-backed ClickHouse endpoint, through the service's real workers.
 
 Each pipeline start costs a Spark start-up, so one dedup pipeline goes through the whole
-lifecycle in one test (create, list, get, health, DLQ, stop, resume, edit, delete)."""
+lifecycle in one test (create, list, get, health, DLQ, stop, resume, edit, delete), and one
+join pipeline through its own (create, get, list, health, rows exact, DLQ, stop, resume,
+exact, terminate, delete)."""
 
 from __future__ import annotations
 
 import copy
 import json
 import os
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from confluent_kafka import Producer
 
 from api_server import ServerThread
+from service_helpers import wait_for
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
@@ -30,16 +32,7 @@ from streamsift.runtime.service import PipelineService
 
 pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
-TIMEOUT_S = 240
 CH_PASSWORD = "gf-ch-secret-7Qx"
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout: float = TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +166,8 @@ def test_glassflow_sdk_runs_a_dedup_pipeline_through_its_lifecycle(
     assert fetched.config.sink.connection_params.password == "***"  # never returned
     assert [f.name for f in fetched.config.sources[0].schema_fields][:2] == ["event_id", "user.id"]
     assert CH_PASSWORD not in httpx.get(f"{url}/api/v1/pipeline/{pipeline_id}").text
+    versioned = httpx.get(f"{url}/api/v1/pipeline/{pipeline_id}", params={"schema": "users:2"})
+    assert versioned.status_code == 400 and "schema versions" in versioned.json()["message"]
 
     # exactly once: every event once, the duplicates dropped, the bad messages in the DLQ
     wait_for("100 rows", lambda: rows(clickhouse, table)[0] >= 100)
@@ -224,10 +219,27 @@ def test_glassflow_sdk_runs_a_dedup_pipeline_through_its_lifecycle(
     assert rows(clickhouse, table) == (150, 150)
 
 
-def test_glassflow_sdk_creates_reads_and_deletes_a_join_pipeline(
+def order(i: int) -> bytes:
+    return json.dumps({"order_id": f"o{i}", "user_id": f"u{i % 5}", "amount": i + 0.5}).encode()
+
+
+def joined_rows(port: int, table: str) -> tuple[int, int, int]:
+    """(rows, distinct orders, rows whose user_name matches their order's user) of `table`."""
+    client = ch_client(port)
+    try:
+        total, distinct, matched = client.query(
+            f"SELECT count(), uniqExact(order_id), countIf(user_name = concat('user ', "
+            f"toString(toInt64(substring(order_id, 2)) % 5))) FROM {table}"
+        ).result_rows[0]
+        return int(total), int(distinct), int(matched)
+    finally:
+        client.close()
+
+
+def test_glassflow_sdk_runs_a_join_pipeline_exactly_through_stop_and_resume(
     glassflow: Any, api: tuple[str, PipelineService], broker: Broker, clickhouse: int
 ) -> None:
-    url, _ = api
+    url, service = api
     pipeline_id = f"gf-join-{uuid.uuid4().hex[:8]}"
     topics = {"orders": f"{pipeline_id}-orders", "users": f"{pipeline_id}-users"}
     config = adapted("glassflow-join-v3.json", broker, clickhouse, pipeline_id, topics)
@@ -239,20 +251,56 @@ def test_glassflow_sdk_creates_reads_and_deletes_a_join_pipeline(
     )
     ch.close()
     for topic in topics.values():
-        produce(broker, topic, [b'{"warm": "up"}'])
+        broker.create_topic(topic, 1)  # one partition: orders' re-sends meet their first copy
+    users = [json.dumps({"user": {"id": f"u{i}", "name": f"user {i}"}}).encode() for i in range(5)]
+    produce(broker, topics["users"], users)
+    malformed = [b"{not an order", b"[1, 2]"]
+    produce(broker, topics["orders"], [order(i) for i in range(20)] * 2 + malformed)
 
     client = glassflow.Client(host=url)
-    client.create_pipeline(copy.deepcopy(config))
+    pipeline = client.create_pipeline(copy.deepcopy(config))
     fetched = client.get_pipeline(pipeline_id)
     assert fetched.config.join.enabled and fetched.config.join.left_source.key == "user_id"
     assert fetched.config.join.output_fields[2].output_name == "user_name"
     listed = {p["pipeline_id"]: p for p in client.list_pipelines()}
     assert listed[pipeline_id]["transformation_type"] == "Join & Deduplication"
-    assert fetched.health()["overall_status"] in ("Created", "Running")
-    client.stop_pipeline(pipeline_id, terminate=True)
-    wait_for("Stopped", lambda: fetched.health()["overall_status"] == "Stopped")
-    client.delete_pipeline(pipeline_id)
+    wait_for("Running", lambda: status(pipeline) == "Running")
+
+    # every order once, joined with its user; the bad messages in the DLQ
+    wait_for("20 joined rows", lambda: joined_rows(clickhouse, table)[0] >= 20)
+    dlq = fetched.dlq
+    wait_for("2 dead letters", lambda: dlq.state()["total_messages"] >= 2)
+    assert joined_rows(clickhouse, table) == (20, 20, 20)
+    assert dlq.state()["unconsumed_messages"] == 2
+    letters = dlq.consume(batch_size=5)
+    assert {m["original_message"] for m in letters} == {m.decode() for m in malformed}
+    assert dlq.state()["unconsumed_messages"] == 0
+    dlq.purge()
+    assert dlq.state()["total_messages"] == 0
+    wait_for(  # seen natively too: 47 read (42 orders, 5 users), 20 re-sends dropped
+        "the status to count the duplicates",
+        lambda: service.status(pipeline_id).duplicates == 20,
+        timeout=60,
+    )
+
+    # stop; orders arrive meanwhile (each twice); resume: joined with the users held in the
+    # join's state, each once
+    pipeline.stop()
+    wait_for("Stopped", lambda: status(pipeline) == "Stopped")
+    produce(broker, topics["orders"], [order(i) for i in range(20, 30)] * 2)
+    pipeline.resume()
+    wait_for("Running again", lambda: status(pipeline) == "Running")
+    wait_for("30 joined rows", lambda: joined_rows(clickhouse, table)[0] >= 30)
+    assert joined_rows(clickhouse, table) == (30, 30, 30)
+    with pytest.raises(glassflow.errors.InvalidStatusTransitionError) as refused:
+        pipeline.update({"sink": {"max_batch_size": 500}})  # no edit while running
+    assert "must be stopped" in str(refused.value)
+
+    pipeline.stop(terminate=True)
+    wait_for("Stopped", lambda: status(pipeline) == "Stopped")
+    pipeline.delete()
     assert pipeline_id not in {p["pipeline_id"] for p in client.list_pipelines()}
+    assert joined_rows(clickhouse, table) == (30, 30, 30)
 
 
 def test_migrate_preview_converts_v2_and_v1_to_v3_and_creates_nothing(

@@ -13,15 +13,14 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import clickhouse_connect
 import pytest
 from confluent_kafka import Producer
 
+from service_helpers import pipeline_doc, produce, wait_for
 from streamsift.embedded.broker import Broker, free_port
 from streamsift.errors import ConflictError
 from streamsift.runtime.lifecycle import State
@@ -31,58 +30,6 @@ from streamsift.runtime.service import PipelineService
 pytestmark = pytest.mark.integration
 
 CH_PASSWORD = "ch-secret-Vq93"
-START_TIMEOUT_S = 180
-
-
-def pipeline_doc(
-    name: str, broker: Broker, clickhouse: dict[str, Any], **sink: Any
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "source": {
-            "bootstrap_servers": broker.bootstrap_servers,
-            "topic": name,
-            "schema": {
-                "fields": [
-                    {"name": "event_id", "type": "string"},
-                    {"name": "n", "type": "int"},
-                    {"name": "created_at", "type": "timestamp"},
-                ],
-                "event_time": "created_at",
-            },
-        },
-        "dedup": {"key": "event_id", "time_window": "1h"},
-        "sink": {
-            "clickhouse": clickhouse,
-            "table": name.replace("-", "_"),
-            "create_table": True,
-            "order_by": ["event_id"],
-            "mapping": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "n", "column": "n", "type": "Int64"},
-                {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-            ],
-            **sink,
-        },
-    }
-
-
-def produce(broker: Broker, topic: str, ids: range, repeats: int = 2) -> None:
-    """Each event id `repeats` times (dedup keeps one), spread over the topic's partitions."""
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
-    for _ in range(repeats):
-        for i in ids:
-            value = {"event_id": f"e{i}", "n": i, "created_at": "2026-01-01T00:00:00Z"}
-            producer.produce(topic, key=f"e{i}".encode(), value=json.dumps(value).encode())
-    assert producer.flush(30) == 0
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout: float = START_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
 
 
 def rows(service: PipelineService, chdb: Path, table: str) -> tuple[int, int]:

@@ -9,8 +9,8 @@ from typing import Any
 from streamsift.config import parse_pipeline
 from streamsift.runtime.edits import keep_masked_secrets, state_changes
 from streamsift.runtime.endpoints import served_document
+from streamsift.runtime.progress import lag_by_partition
 from streamsift.runtime.secret_box import secret_paths
-from streamsift.runtime.worker import lag_by_partition
 
 FIELDS = [{"name": "id", "type": "string"}, {"name": "user", "type": "string"}]
 

@@ -25,6 +25,7 @@ from streamsift.api.routers import (
     docs,
     expressions,
     health,
+    metrics,
     pipelines,
     schemas,
     validation,
@@ -116,7 +117,7 @@ def create_app(
     auth = [Depends(require_token)] if settings.token is not None else []
     app.include_router(docs.router, dependencies=auth)
     # validation first: its POST /api/v1/pipelines/validate must win over /{id} routes.
-    for router in (validation, pipelines, dlq, connections, schemas, expressions):
+    for router in (validation, pipelines, dlq, connections, schemas, expressions, metrics):
         app.include_router(router.router, dependencies=auth, responses=ERROR_RESPONSES)
     glassflow_api.include(app, auth, ERROR_RESPONSES)  # GlassFlow's API: /api/v1/pipeline...
     return app

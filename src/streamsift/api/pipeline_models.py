@@ -59,6 +59,9 @@ class PipelineStatusModel(_Answer):
     late: int
     late_dropped: int
     batches: int
+    rows_per_second: float | None = Field(
+        description="throughput: messages read per second of micro-batch time, this run"
+    )
     lag: int | None = Field(description="messages behind the end of the topics, all partitions")
     lag_by_partition: dict[str, int] = Field(description="lag by 'topic/partition'")
     last_batch_at: str | None

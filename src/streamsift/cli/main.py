@@ -7,12 +7,13 @@ import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from streamsift import __version__
 from streamsift.cli import bench, chaos, dlq, errors, loadgen, serve
 from streamsift.cli.output import StatusLine, fail, setup_logging
 from streamsift.config import Pipeline, read_document
-from streamsift.errors import StreamsiftError
+from streamsift.errors import ConfigurationError, StreamsiftError
 from streamsift.runtime.signals import ABORT_EXIT_CODE, AbortRequested, install_stop_handlers
 
 PIPELINE_FILE_HELP = "pipeline file: streamsift YAML/JSON, or GlassFlow pipeline JSON (v1-v3)"
@@ -41,6 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=Path(".streamsift"),
         help="where checkpoints live (default .streamsift)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="P",
+        help="serve Prometheus metrics at http://HOST:P/metrics while running (0: a free port)",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address of the metrics server (default 127.0.0.1; 0.0.0.0 for every interface)",
     )
     p.add_argument("--verbose", action="store_true", help="show Spark's own log")
     p.set_defaults(func=cmd_run)
@@ -146,6 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         pipeline = otlp_receiver(stack, pipeline, args.data_dir)
         status = StatusLine()
+        stack.callback(status.close)
         runner = PipelineRunner(
             pipeline, base_dir=args.data_dir, verbose=args.verbose, on_progress=status
         )
@@ -155,10 +169,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{runner.describe_sink()} table {pipeline.sink.table} (checkpoint {runner.checkpoint})",
             file=sys.stderr,
         )
-        try:
-            result = runner.run(until_caught_up=args.until_caught_up)
-        finally:
-            status.close()
+        if args.metrics_port is not None:
+            stack.callback(_serve_metrics(runner, args))
+        result = runner.run(until_caught_up=args.until_caught_up)
     if result.note:
         print(result.note, file=sys.stderr)
     s = result.stats
@@ -202,6 +215,28 @@ def otlp_receiver(stack: contextlib.ExitStack, pipeline: Pipeline, data_dir: Pat
         flush=True,
     )
     return pipeline
+
+
+def _serve_metrics(runner: Any, args: argparse.Namespace) -> Any:
+    """Start the run's metrics server; one line says where. Returns its stop function."""
+    from datetime import datetime, timezone
+
+    from streamsift.runtime.metrics import RunnerCollector, serve_metrics
+
+    if not 0 <= args.metrics_port <= 65535:
+        raise ConfigurationError(
+            f"--metrics-port must be a port number (0-65535), not {args.metrics_port}"
+        )
+    collector = RunnerCollector(runner, datetime.now(timezone.utc).isoformat())
+    try:
+        port, stop = serve_metrics(collector, args.metrics_host, args.metrics_port)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {exc.strerror}",
+            "pick another --metrics-port (0 picks a free one)",
+        ) from None
+    print(f"metrics on http://{args.metrics_host}:{port}/metrics", file=sys.stderr)
+    return stop
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

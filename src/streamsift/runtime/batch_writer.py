@@ -13,15 +13,18 @@ with their original message (payload and key), read back from Kafka by the row's
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamsift.config.models import Pipeline
 from streamsift.config.rows import SORT_KEY as OUTPUT_SORT_KEY
+from streamsift.runtime.progress import LATENCY_SECONDS, Buckets, SinkCounts
 from streamsift.runtime.query import read_spec
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import code_of, row_error
@@ -36,19 +39,11 @@ log = logging.getLogger("streamsift.runtime")
 SORT_KEY = [(c, "ascending") for c in OUTPUT_SORT_KEY]  # unique per row, never null
 
 
-@dataclass(frozen=True)
-class BatchCounts:
-    written: int = 0
-    dlq: int = 0
-    late: int = 0
-
-    def __add__(self, other: BatchCounts) -> BatchCounts:
-        return BatchCounts(
-            self.written + other.written, self.dlq + other.dlq, self.late + other.late
-        )
-
-
-COUNTS_SCHEMA = pa.schema([("written", pa.int64()), ("dlq", pa.int64()), ("late", pa.int64())])
+# What an executor answers for its part of a batch: the counts, and the rest as JSON
+# (dead letters by class, the latency histogram, retries: SinkCounts.as_json).
+COUNTS_SCHEMA = pa.schema(
+    [("written", pa.int64()), ("dlq", pa.int64()), ("late", pa.int64()), ("extra", pa.string())]
+)
 
 
 MessageReader = Callable[[Pipeline, Sequence[Position]], Mapping[Position, Message | None]]
@@ -74,9 +69,9 @@ class BatchWriter:
     read_originals: MessageReader = read_back
     after_insert: Callable[[], None] | None = None
 
-    def write(self, data: pa.Table, query_id: str, batch_id: int, part: str) -> BatchCounts:
+    def write(self, data: pa.Table, query_id: str, batch_id: int, part: str) -> SinkCounts:
         if data.num_rows == 0:
-            return BatchCounts()
+            return SinkCounts()
         # Rows in SORT_KEY order, by index: only the columns each use needs are copied (the
         # mapped ones for the table; the metadata and raw message for dead letters).
         order = pc.sort_indices(data.select(OUTPUT_SORT_KEY), sort_keys=SORT_KEY)
@@ -109,7 +104,18 @@ class BatchWriter:
                 self.pipeline.dlq_table, dead.slice(start, size), f"{prefix}:dlq:{i}"
             )
         late = pc.sum(data.column("_late").take(good).cast(pa.int64())).as_py() or 0
-        return BatchCounts(out.num_rows - len(refused), dead.num_rows, late)
+        written = data.column("_kafka_ts").take(good)
+        if refused:
+            kept = np.ones(len(written), dtype=bool)
+            kept[refused] = False
+            written = written.filter(pa.array(kept))
+        return SinkCounts(
+            out.num_rows - len(refused),
+            dead.num_rows,
+            late,
+            dead_letters_by_class(dead),
+            latency_since(written, time.time()),
+        )
 
     def _dead_letters(self, bad: pa.Table, stage: str | None, errors: list[str] | None) -> pa.Table:
         """`stage` None: each row's own `_stage` (parse, transform or filter), whose raw
@@ -186,6 +192,38 @@ class BatchWriter:
     def _fault_point(self) -> None:
         if self.after_insert is not None:
             self.after_insert()
+
+
+def dead_letters_by_class(dead: pa.Table) -> dict[tuple[str, str], int]:
+    """How many of these DLQ rows have each (stage, error class)."""
+    if dead.num_rows == 0:
+        return {}
+    groups = dead.group_by(["stage", "error_class"]).aggregate([("stage", "count")])
+    return {
+        (stage, error_class): n
+        for stage, error_class, n in zip(
+            groups.column("stage").to_pylist(),
+            groups.column("error_class").to_pylist(),
+            groups.column("stage_count").to_pylist(),
+            strict=True,
+        )
+    }
+
+
+def latency_since(kafka_timestamps: pa.ChunkedArray, now_s: float) -> Buckets:
+    """Rows' end-to-end latency: from their Kafka timestamp (produce or log-append time) to
+    `now_s`, when their insert was acknowledged; rows without one are left out."""
+    buckets = Buckets(LATENCY_SECONDS)
+    stamps = pc.drop_null(kafka_timestamps)
+    if len(stamps) == 0:
+        return buckets
+    tz = getattr(stamps.type, "tz", None)
+    micros = stamps.cast(pa.timestamp("us", tz)).cast(pa.int64()).to_numpy()
+    seconds = np.maximum(0.0, now_s - micros / 1e6)
+    bins = np.searchsorted(np.asarray(buckets.bounds), seconds, side="left")
+    buckets.counts = np.bincount(bins, minlength=len(buckets.counts)).tolist()
+    buckets.total = float(seconds.sum())
+    return buckets
 
 
 def error_class(message: str | None, stage: str | None = "parse") -> str:

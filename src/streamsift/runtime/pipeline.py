@@ -27,11 +27,11 @@ import pyarrow as pa
 from pyspark.errors import StreamingQueryException
 
 from streamsift.config.models import Pipeline
-from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchCounts, BatchWriter
+from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchWriter
 from streamsift.runtime.checkpoint import clear_interrupted_writes, has_batches
 from streamsift.runtime.errors import PipelineFailed
 from streamsift.runtime.faults import fault_from_environment
-from streamsift.runtime.progress import RunStats
+from streamsift.runtime.progress import RunStats, SinkCounts, lag_by_partition
 from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.registry_fields import require_fields
 from streamsift.runtime.session import STATE_STORE_CONF, STATE_STORE_PROVIDERS, spark_session
@@ -88,7 +88,7 @@ class PipelineRunner:
         self._stop = stop or StopFlag()
         self.writer = ClickHouseWriter(
             pipeline.sink.clickhouse,
-            on_status=self._set_status,
+            on_status=self._sink_status,
             stop=self._stop,
             connect_timeout_s=min(10.0, max(1.0, pipeline.sink.connect_timeout.total_seconds())),
         )
@@ -223,6 +223,20 @@ class PipelineRunner:
     def _stopped(self, note: str | None) -> RunResult:
         return RunResult(self.stats.as_dict(), caught_up=False, stopped=True, note=note)
 
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def report(self) -> dict[str, Any]:
+        """The run's counts and its last micro-batch, as status.json and /metrics show them."""
+        progress = self.last_progress or {}
+        return {
+            "stats": self.stats.as_dict(),
+            "lag_by_partition": lag_by_partition(progress),
+            "last_batch_at": progress.get("timestamp"),
+            "last_batch_duration_ms": progress.get("batchDuration"),
+        }
+
     def stop(self) -> None:
         """Ask the run to end after the micro-batch in flight (safe from a signal handler;
         from one interrupting this run's start-up, it raises StopRequested there)."""
@@ -252,6 +266,12 @@ class PipelineRunner:
 
     def _set_status(self, status: str | None) -> None:
         self.stats.status = status
+
+    def _sink_status(self, status: str | None) -> None:
+        """The ClickHouse writer's retry status: counted as a retry, and shown."""
+        if status is not None:
+            self.stats.add_retry(retried_operation(status))
+        self._set_status(status)
 
     # ------------------------------------------------------------------ sink side
 
@@ -284,12 +304,12 @@ class PipelineRunner:
             with self._status_of_executor_inserts():
                 counts = sum(
                     (
-                        BatchCounts(r.written, r.dlq, r.late)
+                        SinkCounts.of(r.written, r.dlq, r.late, r.extra)
                         for r in _write_on_executors(df, writer, qid, batch_id)
                     ),
-                    BatchCounts(),
+                    SinkCounts(),
                 )
-        self.stats.add_written(counts.written, counts.dlq, counts.late, batch_id)
+        self.stats.add_counts(counts, batch_id)
 
     @contextlib.contextmanager
     def _status_of_executor_inserts(self) -> Iterator[None]:
@@ -336,15 +356,35 @@ def _write_on_executors(df: Any, writer: BatchWriter, qid: str, batch_id: int) -
 
         part = f"p{TaskContext.get().partitionId()}"
         batches = list(batches)
-        counts = BatchCounts()
+        counts = SinkCounts()
+        retries: list[str] = []  # this executor's copy of the writer reports its retries here
+        writer.writer.on_status = lambda status: status is not None and retries.append(status)
         if batches:
             counts = writer.write(pa.Table.from_batches(batches), qid, batch_id, part)
-        yield pa.RecordBatch.from_pylist(
-            [{"written": counts.written, "dlq": counts.dlq, "late": counts.late}],
-            schema=COUNTS_SCHEMA,
-        )
+        counts.retries = len(retries)
+        row = {"written": counts.written, "dlq": counts.dlq, "late": counts.late}
+        yield pa.RecordBatch.from_pylist([{**row, "extra": counts.as_json()}], schema=COUNTS_SCHEMA)
 
-    return df.mapInArrow(write_partition, "written long, dlq long, late long").collect()
+    return df.mapInArrow(
+        write_partition, "written long, dlq long, late long, extra string"
+    ).collect()
+
+
+def retried_operation(status: str) -> str:
+    """What a retry status line of the ClickHouse writer (sinks/retry.py) was retrying."""
+    for prefix, operation in RETRIED_OPERATIONS:
+        if status.startswith(prefix):
+            return operation
+    return "other"
+
+
+# The `what` each ClickHouse writer action retries under (sinks/clickhouse/client.py)
+RETRIED_OPERATIONS = (
+    ("insert into", "insert"),
+    ("connecting to", "connect"),
+    ("ClickHouse command", "command"),
+    ("ClickHouse query", "query"),
+)
 
 
 def _during(status: str | None) -> str:

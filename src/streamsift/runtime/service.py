@@ -74,6 +74,7 @@ class PipelineStatus:
     late: int = 0
     late_dropped: int = 0
     batches: int = 0
+    rows_per_second: float | None = None  # read per second of micro-batch time, this run
     lag: int | None = None
     lag_by_partition: dict[str, int] = field(default_factory=dict)
     last_batch_at: str | None = None
@@ -236,7 +237,7 @@ class PipelineService:
 
     def status(self, pipeline_id: str) -> PipelineStatus:
         record = self.store.get(pipeline_id)
-        report = self.supervisor.status(pipeline_id) or {}
+        report = self.worker_report(pipeline_id)
         stats = report.get("stats") or {}
         counts = {
             k: int(stats.get(k) or 0)
@@ -252,6 +253,7 @@ class PipelineService:
             hint=report.get("hint"),
             worker_state=report.get("state"),
             pid=report.get("pid"),
+            rows_per_second=throughput(stats),
             lag=stats.get("lag"),
             lag_by_partition=dict(report.get("lag_by_partition") or {}),
             last_batch_at=report.get("last_batch_at"),
@@ -259,6 +261,10 @@ class PipelineService:
             reported_at=report.get("updated_at"),
             **counts,
         )
+
+    def worker_report(self, pipeline_id: str) -> dict[str, Any]:
+        """What the pipeline's worker last wrote in its status.json (empty before it ran)."""
+        return self.supervisor.status(pipeline_id) or {}
 
     @contextlib.contextmanager
     def dead_letters(self, pipeline_id: str) -> Iterator[DeadLetters]:
@@ -392,6 +398,14 @@ def _native(doc: dict[str, Any]) -> dict[str, Any]:
 
         doc = convert_glassflow(glassflow_with_registry_fields(doc))
     return doc
+
+
+def throughput(stats: dict[str, Any]) -> float | None:
+    """Messages read per second of micro-batch time in this run (None before any batch)."""
+    busy_ms = int(stats.get("busy_ms") or 0)
+    if not busy_ms:
+        return None
+    return round(int(stats.get("read") or 0) / (busy_ms / 1000), 1)
 
 
 def _ended(code: int, log_path: Path) -> str:

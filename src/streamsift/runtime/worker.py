@@ -9,8 +9,8 @@ the micro-batch in flight finishes; a second one aborts) or a failure. Checkpoin
 
 About once a second it writes `<dir>/status.json` (atomically: a temporary file, then a
 rename): its state (starting, running, stopping, stopped, failed), its pid, the run's
-counts, the lag per partition, the last micro-batch's time and duration, and the error (one
-line and a hint) it failed with. The supervisor reads it, also after a server restart, when
+counts (with the histograms and per-class counts `/metrics` shows), the lag per partition,
+the last micro-batch's time and duration, and the error (one line and a hint) it failed with. The supervisor reads it, also after a server restart, when
 this process is no longer its child. Exit code 0 after a graceful stop, 1 after a failure.
 """
 
@@ -27,14 +27,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from streamsift.runtime.progress import offsets
-
 STATUS_FILE = "status.json"
 STATUS_EVERY_S = 1.0
 EXIT_FAILED = 1
 ABORTED_EXIT_CODE = 130
 
 log = logging.getLogger("streamsift.worker")
+# The run's part of the status before the run exists
+NO_RUN: dict[str, Any] = {
+    "stats": {},
+    "lag_by_partition": {},
+    "last_batch_at": None,
+    "last_batch_duration_ms": None,
+}
 
 
 class StatusFile:
@@ -47,6 +52,7 @@ class StatusFile:
         self.error: str | None = None
         self.hint: str | None = None
         self.secrets: list[str] = []
+        self.started_at = datetime.now(timezone.utc).isoformat()
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="status-file", daemon=True)
@@ -79,15 +85,12 @@ class StatusFile:
 
     def snapshot(self) -> dict[str, Any]:
         runner = self.runner
-        progress = (runner.last_progress if runner is not None else None) or {}
         return {
             "state": self.state,
             "pid": os.getpid(),
+            "started_at": self.started_at,  # counters count from here (metrics' `_created`)
             "updated_at": datetime.now(timezone.utc).isoformat(),
-            "stats": runner.stats.as_dict() if runner is not None else {},
-            "lag_by_partition": lag_by_partition(progress),
-            "last_batch_at": progress.get("timestamp"),
-            "last_batch_duration_ms": progress.get("batchDuration"),
+            **(runner.report() if runner is not None else NO_RUN),
             "error": self.masked(self.error),
             "hint": self.masked(self.hint),
         }
@@ -98,16 +101,6 @@ class StatusFile:
         for secret in self.secrets:
             text = text.replace(secret, "***")
         return text
-
-
-def lag_by_partition(progress: dict[str, Any]) -> dict[str, int]:
-    """Messages not yet read, per `topic/partition`, from one progress report."""
-    lag: dict[str, int] = {}
-    for source in progress.get("sources") or []:
-        latest, end = offsets(source.get("latestOffset")), offsets(source.get("endOffset"))
-        for key, value in latest.items():
-            lag[key] = max(0, value - end.get(key, value))
-    return lag
 
 
 def run(directory: Path, document: dict[str, Any], driver_inserts: bool) -> int:

@@ -46,6 +46,13 @@ class Client:
     # -------------------------------------------------------------------- plumbing
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._response(method, path, **kwargs)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    def _response(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The server's answer; its error (or not answering) as a typed exception."""
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
@@ -58,9 +65,7 @@ class Client:
             except ValueError:
                 body = response.text
             raise error_from_response(response.status_code, body)
-        if response.status_code == 204 or not response.content:
-            return None
-        return response.json()
+        return response
 
     def _typed(self, model: type[T], method: str, path: str, **kwargs: Any) -> T:
         return model.model_validate(self._call(method, path, **kwargs))
@@ -141,6 +146,10 @@ class Client:
         return self._typed_list(m.StatusChange, "GET", f"{PIPELINES}/{pipeline_id}/history")
 
     # -------------------------------------------------------------------- dead letters
+
+    def metrics(self) -> str:
+        """The server's Prometheus metrics, as text (docs/operations.md lists them)."""
+        return self._response("GET", "/metrics").text
 
     def dlq_stats(self, pipeline_id: str) -> m.DlqStats:
         return self._typed(m.DlqStats, "GET", f"{PIPELINES}/{pipeline_id}/dlq/stats")

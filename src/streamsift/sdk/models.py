@@ -43,6 +43,7 @@ class PipelineStatus(_Answer):
     late: int | None = None
     late_dropped: int | None = None
     batches: int | None = None
+    rows_per_second: float | None = None
     lag: int | None = None
     lag_by_partition: dict[str, int] = Field(default_factory=dict)
     last_batch_at: str | None = None

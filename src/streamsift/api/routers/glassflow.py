@@ -154,8 +154,26 @@ def list_pipelines(service: ServiceDep) -> list[dict[str, Any]]:
 
 
 @router.get("/{pipeline_id}", summary="a pipeline as GlassFlow v3 JSON (secrets ***)")
-def get_pipeline(service: ServiceDep, pipeline_id: str) -> dict[str, Any]:
+def get_pipeline(
+    service: ServiceDep,
+    pipeline_id: str,
+    schema: Annotated[
+        list[str] | None,
+        Query(
+            description="GlassFlow's `<source_id>:<version>` (its schema registry's versions): "
+            "streamsift keeps one schema per source, the document's, so any is refused (400)"
+        ),
+    ] = None,
+) -> dict[str, Any]:
     record = service.get(pipeline_id)
+    if schema:
+        raise GlassFlowStatusError(
+            400,
+            "bad_request",
+            f"schema={schema[0]}: streamsift keeps no schema versions; a pipeline has one "
+            "schema per source, the one in its document (GET without `schema`)",
+            {"schema": schema},
+        )
     originals = _originals(service)
     kept = originals.document(record)
     if kept is not None:

@@ -1,0 +1,72 @@
+"""What the service and API pipeline tests share: the small dedup pipeline they run, its
+events, and waiting for a condition (a pipeline start costs a Spark start-up)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Producer
+
+from streamsift.embedded.broker import Broker
+
+START_TIMEOUT_S = 240
+
+
+def pipeline_doc(
+    name: str, broker: Broker, clickhouse: dict[str, Any], **sink: Any
+) -> dict[str, Any]:
+    """A dedup pipeline (key event_id, 1h) from topic `name` into table `name` (`-` -> `_`)."""
+    return {
+        "name": name,
+        "source": {
+            "bootstrap_servers": broker.bootstrap_servers,
+            "topic": name,
+            "schema": {
+                "fields": [
+                    {"name": "event_id", "type": "string"},
+                    {"name": "n", "type": "int"},
+                    {"name": "created_at", "type": "timestamp"},
+                ],
+                "event_time": "created_at",
+            },
+        },
+        "dedup": {"key": "event_id", "time_window": "1h"},
+        "sink": {
+            "clickhouse": clickhouse,
+            "table": name.replace("-", "_"),
+            "create_table": True,
+            "order_by": ["event_id"],
+            "mapping": [
+                {"field": "event_id", "column": "event_id", "type": "String"},
+                {"field": "n", "column": "n", "type": "Int64"},
+                {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
+            ],
+            **sink,
+        },
+    }
+
+
+def produce(
+    broker: Broker, topic: str, ids: range, repeats: int = 2, extra: tuple[bytes, ...] = ()
+) -> None:
+    """Each event id `repeats` times (dedup keeps one, keyed by it), then the `extra` raw
+    messages (keyed `bad`)."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for _ in range(repeats):
+        for i in ids:
+            value = {"event_id": f"e{i}", "n": i, "created_at": "2026-01-01T00:00:00Z"}
+            producer.produce(topic, key=f"e{i}".encode(), value=json.dumps(value).encode())
+    for raw in extra:
+        producer.produce(topic, key=b"bad", value=raw)
+    assert producer.flush(30) == 0
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
