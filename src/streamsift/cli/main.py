@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from streamsift import __version__
-from streamsift.cli import bench, chaos, dlq, errors, loadgen, serve
+from streamsift.cli import bench, chaos, dlq, errors, loadgen, package_env, serve
 from streamsift.cli.output import StatusLine, fail, setup_logging
 from streamsift.config import load_pipeline, read_document
 from streamsift.errors import StreamsiftError
@@ -40,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=Path(".streamsift"),
         help="where checkpoints live (default .streamsift)",
+    )
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master, e.g. spark://host:7077 (default: $STREAMSIFT_SPARK_MASTER, else "
+        "runtime.master, else local[2])",
     )
     p.add_argument("--verbose", action="store_true", help="show Spark's own log")
     p.set_defaults(func=cmd_run)
@@ -91,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     dlq.register(sub)
     chaos.register(sub)
     serve.register(sub)
+    package_env.register(sub)
     return parser
 
 
@@ -139,12 +146,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.file)
     status = StatusLine()
     runner = PipelineRunner(
-        pipeline, base_dir=args.data_dir, verbose=args.verbose, on_progress=status
+        pipeline,
+        base_dir=args.data_dir,
+        verbose=args.verbose,
+        on_progress=status,
+        master=args.master,
     )
     install_stop_handlers(runner.stop)
     print(
         f"running {pipeline.name}: {pipeline.primary_source.topic} -> "
-        f"{runner.describe_sink()} table {pipeline.sink.table} (checkpoint {runner.checkpoint})",
+        f"{runner.describe_sink()} table {pipeline.sink.table} on {runner.master} "
+        f"(checkpoint {runner.checkpoint})",
         file=sys.stderr,
     )
     try:

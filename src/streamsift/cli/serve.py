@@ -41,6 +41,12 @@ def register(subparsers: Any) -> None:
         help=f"require 'Authorization: Bearer TOKEN' on every route but health (default: "
         f"${TOKEN_ENV}, which is better: a command line is visible to other users)",
     )
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master the service's pipelines run on, e.g. spark://host:7077 (default: "
+        "$STREAMSIFT_SPARK_MASTER, else each pipeline's runtime.master, else local[2])",
+    )
     p.add_argument("--verbose", action="store_true", help="debug logging, and uvicorn's access log")
     p.set_defaults(func=cmd_serve)
 
@@ -54,6 +60,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         return fail(f"--port must be 0..65535, not {args.port}", code=2)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    if args.master:
+        from streamsift.runtime.session import MASTER_ENV
+
+        os.environ[MASTER_ENV] = args.master  # the pipeline workers it starts inherit it
     settings = ServiceSettings(host=args.host, port=args.port, data_dir=args.data_dir, token=token)
     try:
         sock = socket.create_server((settings.host, settings.port))

@@ -29,11 +29,17 @@ from pyspark.errors import StreamingQueryException
 from streamsift.config.models import Pipeline
 from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchCounts, BatchWriter
 from streamsift.runtime.checkpoint import clear_interrupted_writes, has_batches
-from streamsift.runtime.errors import PipelineFailed
+from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
 from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats
 from streamsift.runtime.query import build_stream, source_name
-from streamsift.runtime.session import STATE_STORE_CONF, STATE_STORE_PROVIDERS, spark_session
+from streamsift.runtime.session import (
+    STATE_STORE_CONF,
+    STATE_STORE_PROVIDERS,
+    is_local_master,
+    resolve_master,
+    spark_session,
+)
 from streamsift.runtime.signals import StopFlag, StopRequested
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import describe
@@ -74,8 +80,16 @@ class PipelineRunner:
         on_progress: Callable[[RunStats], None] | None = None,
         stop: StopFlag | None = None,
         driver_inserts: bool = False,
+        master: str | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.master = resolve_master(pipeline.runtime.master, master)
+        if not is_local_master(self.master) and pipeline.sink.clickhouse.embedded:
+            raise RuntimeConfigError(
+                f"sink.clickhouse.path: embedded ClickHouse lives inside one process and "
+                f"cannot take inserts from the executors of {self.master}; use a ClickHouse "
+                "server (sink.clickhouse.host and port)"
+            )
         self.driver_inserts = driver_inserts or pipeline.sink.clickhouse.embedded
         self.last_progress: dict[str, Any] | None = None
         self.base_dir = Path(base_dir)
@@ -83,6 +97,7 @@ class PipelineRunner:
         self.on_progress = on_progress
         self.stats = RunStats()
         self.checkpoint = Path(pipeline.checkpoint_dir(self.base_dir)).resolve()
+        self.state_url = dedup_state_location(pipeline, self.master, self.checkpoint)
         self._stop = stop or StopFlag()
         self.writer = ClickHouseWriter(
             pipeline.sink.clickhouse,
@@ -148,7 +163,7 @@ class PipelineRunner:
         spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[self.pipeline.runtime.state_store])
         clear_interrupted_writes(self.checkpoint / "spark")
         new_query = not has_batches(self.checkpoint / "spark")
-        plan = build_stream(spark, self.pipeline, self.checkpoint, new_query)
+        plan = build_stream(spark, self.pipeline, self.checkpoint, new_query, self.state_url)
         self.stats.initial_offsets = plan.initial_offsets
         writer = (
             plan.frame.writeStream.queryName(
@@ -177,7 +192,13 @@ class PipelineRunner:
             with self._stop.interruptible():
                 self.wait_for_sink()
                 self.prepare_sink()
-            spark = spark_session(f"streamsift-{self.pipeline.name}", verbose=self.verbose)
+            spark = spark_session(
+                f"streamsift-{self.pipeline.name}",
+                master=self.master,
+                verbose=self.verbose,
+                spark_conf=self.pipeline.runtime.spark_conf,
+                env_dir=self.base_dir / "environments",
+            )
             with self._stop.interruptible():
                 query = self._build_query(spark, until_caught_up)
         except (StopRequested, RetryInterrupted):
@@ -343,6 +364,18 @@ def _write_on_executors(df: Any, writer: BatchWriter, qid: str, batch_id: int) -
         )
 
     return df.mapInArrow(write_partition, "written long, dlq long, late long").collect()
+
+
+def dedup_state_location(pipeline: Pipeline, master: str, checkpoint: Path) -> str | None:
+    """Where the dedup state is shared from (None: a local run's RocksDB in the checkpoint).
+
+    `runtime.state_location` when set; on a cluster, else the checkpoint's `state` directory,
+    which must then be a directory every executor sees (a shared mount)."""
+    if pipeline.runtime.state_location:
+        return pipeline.runtime.state_location
+    if is_local_master(master):
+        return None
+    return str(checkpoint / "state")
 
 
 def _during(status: str | None) -> str:
