@@ -104,9 +104,10 @@ def spark_session(
         conf["spark.archives"] = archive_setting(packed.path)
         conf.setdefault("spark.pyspark.python", EXECUTOR_PYTHON)
     if not is_local_master(master) and "spark.pyspark.python" in conf:
-        # PySpark takes the executors' Python from this variable when the context starts.
-        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
-        conf.setdefault("spark.pyspark.driver.python", sys.executable)
+        # PYSPARK_PYTHON stays the driver's Python: the driver runs Python too (the Kafka
+        # source's planning). Spark SQL's executor-side Python (the source's reads, the sink's
+        # inserts) takes this setting; checked: without it, executors ran the driver's Python.
+        conf.setdefault("spark.sql.execution.pyspark.python", conf["spark.pyspark.python"])
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
