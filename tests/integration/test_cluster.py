@@ -11,6 +11,7 @@ its executor and the executor's Python workers), or the driver.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -180,7 +181,7 @@ def test_dedup_on_two_workers_survives_losing_one_exactly(
     SIGKILLed mid-run; Spark reruns its tasks on the other (which restores the dedup state
     of the partitions it had not held from the shared state); ClickHouse ends exact."""
     both_workers_up(cluster)
-    truth = produce_events(broker, unique_name, 16_000, seed=31)
+    truth = produce_events(broker, unique_name, 8_000, seed=31)
     checkpoint = tmp_path / "ckpt"
     doc = write_doc(
         events_doc(broker, unique_name, clickhouse, checkpoint, 1_000), tmp_path / "p.yaml"
@@ -234,7 +235,7 @@ def test_the_driver_killed_mid_run_resumes_from_the_checkpoint_exactly(
     broker, cluster, data_dir, clickhouse, tmp_path, unique_name
 ):
     both_workers_up(cluster)
-    truth = produce_events(broker, unique_name, 12_000, seed=32)
+    truth = produce_events(broker, unique_name, 6_000, seed=32)
     checkpoint = tmp_path / "ckpt"
     doc = write_doc(
         events_doc(broker, unique_name, clickhouse, checkpoint, 1_000), tmp_path / "p.yaml"
@@ -245,7 +246,7 @@ def test_the_driver_killed_mid_run_resumes_from_the_checkpoint_exactly(
         wait_for(lambda: commits(checkpoint) >= 2, 240, proc, log)
     finally:
         processes.kill_tree(proc)  # the driver: its JVM and Python, SIGKILL
-    assert commits(checkpoint) < 12  # killed before the end (12,000 rows, 1,000 per batch)
+    assert commits(checkpoint) < 6  # killed before the end (6,000 rows, 1,000 per batch)
     run_to_end(doc, cluster, data_dir, tmp_path / "second.log")
     assert_exact(clickhouse, unique_name, truth)
 
@@ -269,6 +270,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         endpoint_override=endpoint,
         scheme="http",
         region="us-east-1",
+        allow_bucket_creation=True,
     )
     deadline = time.monotonic() + 30
     while True:
@@ -289,7 +291,7 @@ def test_dedup_state_on_an_object_store_with_a_worker_killed_is_exact(
     """The dedup state lives on S3 (Spark's own checkpoint stays on the shared directory:
     s3a:// needs Hadoop jars not installable here); a worker dies mid-run; exact."""
     both_workers_up(cluster)
-    truth = produce_events(broker, unique_name, 12_000, seed=33)
+    truth = produce_events(broker, unique_name, 6_000, seed=33)
     checkpoint = tmp_path / "ckpt"
     location = f"s3://dedup-state/{unique_name}?endpoint_override={s3}&scheme=http&region=us-east-1"
     doc = events_doc(broker, unique_name, clickhouse, checkpoint, 1_000)
@@ -310,3 +312,24 @@ def test_dedup_state_on_an_object_store_with_a_worker_killed_is_exact(
     fs, root = pafs.FileSystem.from_uri(location)
     found = fs.get_file_info(pafs.FileSelector(root, recursive=True))
     assert any(i.base_name.startswith("log-") for i in found)
+
+
+def test_bench_on_the_cluster_reports_a_one_and_a_two_worker_run(cluster, tmp_path):
+    """`streamsift bench --master`: the dedup drain on one executor core, then on two; both
+    exact, both reported (a functional check on this 2-core machine, not a speed-up)."""
+    both_workers_up(cluster)
+    out = tmp_path / "bench"
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamsift.cli.main", "bench", "--master", cluster.url]
+        + ["--events", "3000", "--out", str(out), "--no-plots"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = yaml.safe_load((out / "results.json").read_text())
+    assert set(results["drain"]) == {"dedup@1-worker", "dedup@2-workers"}
+    for name, run in results["drain"].items():
+        assert run["exact"] and run["read"] == 3000, (name, run)
+    report = (out / "report.md").read_text()
+    assert "dedup@1-worker" in report and "dedup@2-workers" in report

@@ -93,13 +93,15 @@ def spark_session(
 
     `spark_conf` (the pipeline's `runtime.spark_conf`) overrides the defaults below. On a
     cluster master the executors get streamsift as a packed environment (runtime/environment.py,
-    cached in `env_dir`) unless `spark_conf` names its own `spark.archives`.
+    cached in `env_dir`) unless `spark_conf` names its own `spark.archives` or
+    `spark.pyspark.python` (executors whose image has streamsift installed).
     """
     check_prerequisites()
     ensure_worker_bytecode()
     master = resolve_master(override=master)
     conf = dict(spark_conf or {})
-    if not is_local_master(master) and "spark.archives" not in conf:
+    ships_own = "spark.archives" in conf or "spark.pyspark.python" in conf  # e.g. an image
+    if not is_local_master(master) and not ships_own:
         packed = pack_environment(env_dir or Path(".streamsift") / "environments")
         conf["spark.archives"] = archive_setting(packed.path)
         conf.setdefault("spark.pyspark.python", EXECUTOR_PYTHON)
