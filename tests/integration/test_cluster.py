@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tarfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -39,6 +40,7 @@ from streamsift.loadtest.join_events import (
     reference_rows,
 )
 from streamsift.runtime import processes
+from streamsift.runtime.environment import pack_environment, runtime_distributions
 from streamsift.testing.spark_cluster import LOOPBACK_DRIVER_CONF, StandaloneCluster, free_port
 
 pytestmark = pytest.mark.integration
@@ -333,3 +335,19 @@ def test_bench_on_the_cluster_reports_a_one_and_a_two_worker_run(cluster, tmp_pa
         assert run["exact"] and run["read"] == 3000, (name, run)
     report = (out / "report.md").read_text()
     assert "dedup@1-worker" in report and "dedup@2-workers" in report
+
+
+def test_packed_environment_holds_streamsift_and_its_dependencies_but_not_spark(tmp_path):
+    names = {d.metadata["Name"].lower() for d in runtime_distributions()}
+    assert {"pyarrow", "confluent-kafka", "rocksdict", "pydantic"} <= names
+    assert not names & {"pyspark", "py4j", "chdb", "pytest"}
+    packed = pack_environment(tmp_path)
+    again = pack_environment(tmp_path)
+    assert again.reused and again.path == packed.path
+    with tarfile.open(packed.path) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert members["bin/python"].issym()
+    assert "pyvenv.cfg" in members
+    site = next(Path(n).parent.parent for n in members if n.endswith("streamsift/__init__.py"))
+    assert (site / "streamsift/transforms/dedup_store.py").as_posix() in members
+    assert not any("/pyspark/" in n for n in members)

@@ -1,17 +1,13 @@
-"""Cluster settings: the master, `spark.*` settings, where dedup state is shared, the refusal
-of embedded ClickHouse on a cluster, and the packed environment for executors."""
+"""Cluster settings: the master, `spark.*` settings, where dedup state is shared, and the
+refusal of embedded ClickHouse on a cluster."""
 
 from __future__ import annotations
-
-import tarfile
-from pathlib import Path
 
 import pytest
 
 from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.errors import ConfigError
-from streamsift.runtime.environment import pack_environment, runtime_distributions
 from streamsift.runtime.errors import RuntimeConfigError
 from streamsift.runtime.pipeline import PipelineRunner, dedup_state_location
 from streamsift.runtime.session import MASTER_ENV, resolve_master
@@ -82,19 +78,3 @@ def test_dedup_state_is_shared_on_a_cluster_and_local_runs_keep_theirs(tmp_path)
     assert dedup_state_location(p, "spark://h:7077", tmp_path) == str(tmp_path / "state")
     s3 = parse_pipeline(doc({"state_location": "s3://b/x"}, clickhouse={"host": "127.0.0.1"}))
     assert dedup_state_location(s3, "local[2]", tmp_path) == "s3://b/x"
-
-
-def test_packed_environment_holds_streamsift_and_its_dependencies_but_not_spark(tmp_path):
-    names = {d.metadata["Name"].lower() for d in runtime_distributions()}
-    assert {"pyarrow", "confluent-kafka", "rocksdict", "pydantic"} <= names
-    assert not names & {"pyspark", "py4j", "chdb", "pytest"}
-    packed = pack_environment(tmp_path)
-    again = pack_environment(tmp_path)
-    assert again.reused and again.path == packed.path
-    with tarfile.open(packed.path) as tar:
-        members = {m.name: m for m in tar.getmembers()}
-    assert members["bin/python"].issym()
-    assert "pyvenv.cfg" in members
-    site = next(Path(n).parent.parent for n in members if n.endswith("streamsift/__init__.py"))
-    assert (site / "streamsift/transforms/dedup_store.py").as_posix() in members
-    assert not any("/pyspark/" in n for n in members)

@@ -34,9 +34,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import Options, Rdict
 
-from streamsift.transforms.dedup_store import CACHE_KEY, CachedState, PartitionStore, Write
+from streamsift.transforms.dedup_store import (
+    CACHE_KEY,
+    CachedState,
+    PartitionStore,
+    Write,
+    apply_writes,
+)
 
 _ENTRY = struct.Struct("<qqqq")  # kept time (us), kept offset, previous time, previous offset
 # Mode last also remembers the payload hash of the kept and the previous version.
@@ -191,13 +197,7 @@ class PartitionDedup:
 
 def _write(db: Rdict, changes: list[Write], writes: list[Write]) -> None:
     """Apply puts (and deletes: value None) in one batch, and remember them in `writes`."""
-    batch = WriteBatch(raw_mode=True)
-    for key, value in changes:
-        if value is None:
-            batch.delete(key)
-        else:
-            batch.put(key, value)
-    db.write(batch)
+    apply_writes(db, changes)
     writes.extend(changes)
 
 

@@ -155,11 +155,11 @@ class CachedState:
         base = max((e for e in snaps if e <= upto), default=None)
         pending = 0
         if base is not None:
-            _apply(db, self.store.read(f"snap-{base:020d}.arrow"))
+            apply_writes(db, self.store.read(f"snap-{base:020d}.arrow"))
         applied = base
         for s, e in logs:
             if (base is None or s >= base) and e <= upto:
-                _apply(db, self.store.read(f"log-{s:020d}-{e:020d}.arrow"))
+                apply_writes(db, self.store.read(f"log-{s:020d}-{e:020d}.arrow"))
                 applied = e
                 pending += 1
         db[CACHE_KEY] = _CACHE.pack(applied if applied is not None else -1, pending)
@@ -186,7 +186,8 @@ def _open(path: Path) -> Rdict:
     return Rdict(str(path), opts)
 
 
-def _apply(db: Rdict, writes: Iterable[Write]) -> None:
+def apply_writes(db: Rdict, writes: Iterable[Write]) -> None:
+    """Apply puts (and deletes: value None) in one RocksDB write batch."""
     batch = WriteBatch(raw_mode=True)
     for key, value in writes:
         if value is None:
