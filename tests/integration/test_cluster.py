@@ -275,24 +275,28 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         allow_bucket_creation=True,
     )
     deadline = time.monotonic() + 30
-    while True:
-        try:
-            fs.create_dir("dedup-state")
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
-    yield endpoint
-    processes.kill_tree(proc)
+    try:
+        while True:
+            try:
+                fs.create_dir("dedup-state")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        yield endpoint
+    finally:
+        processes.kill_tree(proc)
 
 
 def test_dedup_state_on_an_object_store_with_a_worker_killed_is_exact(
-    broker, cluster, data_dir, clickhouse, s3, tmp_path, unique_name
+    broker, cluster, data_dir, clickhouse, s3, tmp_path, unique_name, monkeypatch
 ):
     """The dedup state lives on S3 (Spark's own checkpoint stays on the shared directory:
     s3a:// needs Hadoop jars not installable here); a worker dies mid-run; exact."""
     both_workers_up(cluster)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")  # for this test's own listing below
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     truth = produce_events(broker, unique_name, 6_000, seed=33)
     checkpoint = tmp_path / "ckpt"
     location = f"s3://dedup-state/{unique_name}?endpoint_override={s3}&scheme=http&region=us-east-1"

@@ -21,6 +21,7 @@ pruned behind the previous snapshot.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -46,10 +47,17 @@ _SNAP = re.compile(r"^snap-(\d{20})\.arrow$")
 Write = tuple[bytes, bytes | None]  # a put, or a delete when the value is None
 
 
+@functools.lru_cache(maxsize=16)
 def open_location(url: str) -> tuple[pafs.FileSystem, str]:
-    """A file system and base path for a directory or a URL (`s3://bucket/path?...`)."""
+    """A file system and base path for a directory or a URL (`s3://bucket/path?...`); one per
+    URL and process (a Python worker is reused across tasks)."""
     if "://" not in url:
         return pafs.LocalFileSystem(), str(Path(url).resolve())
+    if url.startswith("s3://") and "allow_delayed_open" not in url:
+        # Small objects (every changelog) then go up in one PutObject instead of a multipart
+        # upload's three requests; S3-compatible servers that mishandle multipart completion
+        # (moto) also need it.
+        url += ("&" if "?" in url else "?") + "allow_delayed_open=true"
     fs, path = pafs.FileSystem.from_uri(url)
     return fs, path.rstrip("/")
 
