@@ -56,7 +56,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
 
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One --data-dir for every cluster run: the packed environment is built once."""
+    """One --data-dir for every cluster run (the packed environment is cached per user)."""
     return tmp_path_factory.mktemp("cluster-data")
 
 

@@ -78,3 +78,14 @@ def test_dedup_state_is_shared_on_a_cluster_and_local_runs_keep_theirs(tmp_path)
     assert dedup_state_location(p, "spark://h:7077", tmp_path) == str(tmp_path / "state")
     s3 = parse_pipeline(doc({"state_location": "s3://b/x"}, clickhouse={"host": "127.0.0.1"}))
     assert dedup_state_location(s3, "local[2]", tmp_path) == "s3://b/x"
+
+
+def test_run_and_serve_take_a_master_and_package_env_an_output():
+    from streamsift.cli.main import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["run", "p.yaml", "--master", "spark://h:7077"]).master == (
+        "spark://h:7077"
+    )
+    assert parser.parse_args(["serve", "--master", "spark://h:7077"]).master == "spark://h:7077"
+    assert str(parser.parse_args(["package-env", "-o", "env.tar.gz"]).output) == "env.tar.gz"

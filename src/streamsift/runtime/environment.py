@@ -37,6 +37,7 @@ PROVIDED_BY_SPARK = frozenset({"pyspark", "py4j"})
 NOT_ON_EXECUTORS = frozenset({"chdb", "chdb-core"})
 ARCHIVE_ALIAS = "environment"
 EXECUTOR_PYTHON = f"./{ARCHIVE_ALIAS}/bin/python"
+KEEP_ARCHIVES = 3  # cached archives kept (a running app may still be shipping an older one)
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -148,9 +149,18 @@ def pack_environment(out_dir: Path, archive: Path | None = None) -> PackedEnviro
         for src, name in files:
             tar.add(str(src), arcname=f"{site}/{name}", recursive=False)
     partial.replace(target)
+    if archive is None:
+        _prune(out_dir, keep=KEEP_ARCHIVES)
     return PackedEnvironment(
         target, target.stat().st_size, time.monotonic() - started, reused=False
     )
+
+
+def _prune(out_dir: Path, keep: int) -> None:
+    """Delete all but the `keep` newest cached archives (each install or edit makes one)."""
+    archives = sorted(out_dir.glob("streamsift-env-*.tar.gz"), key=lambda p: p.stat().st_mtime)
+    for old in archives[:-keep]:
+        old.unlink(missing_ok=True)
 
 
 def _add_text(tar: tarfile.TarFile, name: str, text: str) -> None:
@@ -161,6 +171,13 @@ def _add_text(tar: tarfile.TarFile, name: str, text: str) -> None:
     info.size = len(data)
     info.mode = 0o644
     tar.addfile(info, io.BytesIO(data))
+
+
+def default_cache_dir() -> Path:
+    """Where packed archives are kept between runs: the user's cache (archives are named by
+    their contents, so every data dir and pipeline shares them)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "streamsift" / "environments"
 
 
 def archive_setting(path: Path) -> str:

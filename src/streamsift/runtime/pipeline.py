@@ -197,7 +197,6 @@ class PipelineRunner:
                 master=self.master,
                 verbose=self.verbose,
                 spark_conf=self.pipeline.runtime.spark_conf,
-                env_dir=self.base_dir / "environments",
             )
             with self._stop.interruptible():
                 query = self._build_query(spark, until_caught_up)

@@ -17,7 +17,12 @@ from typing import Any
 
 from streamsift.config.models import StateStore
 from streamsift.runtime.bytecode import ensure_worker_bytecode
-from streamsift.runtime.environment import EXECUTOR_PYTHON, archive_setting, pack_environment
+from streamsift.runtime.environment import (
+    EXECUTOR_PYTHON,
+    archive_setting,
+    default_cache_dir,
+    pack_environment,
+)
 from streamsift.runtime.errors import RuntimeConfigError
 from streamsift.runtime.jvm_output import filtered_stderr_for_children
 
@@ -93,7 +98,7 @@ def spark_session(
 
     `spark_conf` (the pipeline's `runtime.spark_conf`) overrides the defaults below. On a
     cluster master the executors get streamsift as a packed environment (runtime/environment.py,
-    cached in `env_dir`) unless `spark_conf` names its own `spark.archives` or
+    cached in `env_dir`, by default the user's cache) unless `spark_conf` names its own `spark.archives` or
     `spark.pyspark.python` (executors whose image has streamsift installed).
     """
     check_prerequisites()
@@ -102,7 +107,7 @@ def spark_session(
     conf = dict(spark_conf or {})
     ships_own = "spark.archives" in conf or "spark.pyspark.python" in conf  # e.g. an image
     if not is_local_master(master) and not ships_own:
-        packed = pack_environment(env_dir or Path(".streamsift") / "environments")
+        packed = pack_environment(env_dir or default_cache_dir())
         conf["spark.archives"] = archive_setting(packed.path)
         conf.setdefault("spark.pyspark.python", EXECUTOR_PYTHON)
     if not is_local_master(master) and "spark.pyspark.python" in conf:
