@@ -28,7 +28,7 @@ from pyspark.errors import StreamingQueryException
 
 from streamsift.config.models import Pipeline
 from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchCounts, BatchWriter
-from streamsift.runtime.checkpoint import clear_interrupted_writes, has_batches
+from streamsift.runtime.checkpoint import clear_interrupted_writes, committed_ends, has_batches
 from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
 from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats
@@ -48,6 +48,7 @@ from streamsift.sinks.dlq import DLQ_COLUMNS
 from streamsift.sinks.errors import SinkConfigError, SinkPermanentError, SinkTransientError
 from streamsift.sinks.retry import RetryInterrupted
 from streamsift.sources.errors import SourceError, SourceUnavailable
+from streamsift.transforms.dedup_store import PartitionStore, seed_from_local
 
 EXECUTOR_WATCH_S = 2.0  # how often the driver pings ClickHouse while executors insert
 log = logging.getLogger("streamsift.runtime")
@@ -163,6 +164,8 @@ class PipelineRunner:
         spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[self.pipeline.runtime.state_store])
         clear_interrupted_writes(self.checkpoint / "spark")
         new_query = not has_batches(self.checkpoint / "spark")
+        if self.state_url and not new_query:
+            carry_local_dedup_state(self.checkpoint, self.state_url)
         plan = build_stream(spark, self.pipeline, self.checkpoint, new_query, self.state_url)
         self.stats.initial_offsets = plan.initial_offsets
         writer = (
@@ -375,6 +378,22 @@ def dedup_state_location(pipeline: Pipeline, master: str, checkpoint: Path) -> s
     if is_local_master(master):
         return None
     return str(checkpoint / "state")
+
+
+def carry_local_dedup_state(checkpoint: Path, state_url: str) -> int:
+    """A pipeline that ran locally and now shares its dedup state (a cluster, or
+    `runtime.state_location` set): upload each partition's local RocksDB state once, so the
+    move lets no duplicate through. Returns how many partitions it carried over."""
+    ends = committed_ends(checkpoint / "spark")
+    carried = 0
+    for local in sorted(checkpoint.glob("dedup*/*/p[0-9]*")):
+        end = ends.get(f"{local.parent.name}/{local.name[1:]}")
+        where = f"{local.parent.parent.name}/{local.parent.name}/{local.name}"
+        if end is not None and seed_from_local(PartitionStore(state_url, where), local, end):
+            carried += 1
+    if carried:
+        log.info("carried the local dedup state of %d partition(s) over to %s", carried, state_url)
+    return carried
 
 
 def _during(status: str | None) -> str:

@@ -188,6 +188,23 @@ class CachedState:
         db[CACHE_KEY] = _CACHE.pack(end, since)
 
 
+def seed_from_local(store: PartitionStore, local_db: Path, committed_end: int) -> bool:
+    """Carry a local run's RocksDB state (`checkpoint/dedup.../<topic>/p<n>`) over to shared
+    storage, as a snapshot at the partition's last committed end offset, when the store holds
+    nothing yet. The local state may also hold the writes of the batch after that, planned but
+    not committed: a snapshot with those decides their replay exactly (entries remember the
+    offset that wrote them). Returns whether it uploaded."""
+    logs, snaps = store.listing()
+    if logs or snaps or not (local_db / "CURRENT").exists():
+        return False
+    db = _open(local_db)
+    try:
+        store.write_snapshot(committed_end, ((k, v) for k, v in db.items() if k != CACHE_KEY))
+    finally:
+        db.close()
+    return True
+
+
 def _open(path: Path) -> Rdict:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
