@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_docs import event_doc
-from streamsift.config import parse_pipeline
 from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
 from streamsift.runtime.pipeline import PipelineRunner
 from streamsift.transforms.dedup_store import PartitionStore, local_cache_root
@@ -20,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_moving_a_local_pipeline_to_shared_state_lets_no_duplicate_through(
-    broker, chdb_path, tmp_path, unique_name
+    broker, event_pipeline, tmp_path, unique_name
 ):
     broker.create_topic(unique_name, 2)
     truth = Truth()
@@ -36,14 +34,7 @@ def test_moving_a_local_pipeline_to_shared_state_lets_no_duplicate_through(
         runtime = {"checkpoint_dir": str(tmp_path / "ckpt"), "max_rows_per_batch": 1_000}
         if location:
             runtime["state_location"] = location
-        doc = event_doc(
-            bootstrap_servers=broker.bootstrap_servers,
-            topic=unique_name,
-            clickhouse={"path": str(chdb_path)},
-            checkpoint_dir=tmp_path / "ckpt",
-            runtime=runtime,
-        )
-        return PipelineRunner(parse_pipeline(doc), base_dir=tmp_path)
+        return PipelineRunner(event_pipeline(runtime=runtime), base_dir=tmp_path)
 
     produce(broker.bootstrap_servers, unique_name, first)
     runner(None).run(until_caught_up=True)
