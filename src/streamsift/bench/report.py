@@ -24,6 +24,7 @@ RATIOS = (
     ("ingest", "raw", "ingest / raw consumer"),
     ("ingest", "raw_ingest", "ingest / raw consumer without dedup"),
     ("dedup-join", "raw_join", "dedup-join / raw consumer with an in-memory join"),
+    ("dedup@2-workers", "dedup@1-worker", "dedup on a cluster: 2 executor cores / 1"),
 )
 
 

@@ -52,7 +52,12 @@ from streamsift.loadtest.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
 from streamsift.runtime import processes
 
 SCENARIOS = ("ingest", "dedup", "dedup-join")
-LIVE_SCENARIOS = ("ingest", "dedup")  # the join scenario is measured draining a backlog only
+LIVE_SCENARIOS = ("ingest", "dedup")
+# `--master`: the result names of the two cluster drains and their executor cores.
+CLUSTER_RUNS = {
+    "dedup@1-worker": 1,
+    "dedup@2-workers": 2,
+}  # the join scenario is measured draining a backlog only
 BASELINES = ("raw", "raw_ingest", "quix", "ch_final", "raw_join")
 # Topics get these explicitly: the bundled broker reports only configs set at creation, and
 # quixstreams reads retention.ms/retention.bytes of its input topic.
@@ -111,6 +116,9 @@ class BenchOptions:
     soak_window: str = "7d"
     note: str = ""
     command: str = "streamsift bench"
+    # A Spark cluster (spark://...): the dedup drain runs there twice, on one executor core
+    # and on two (spark.cores.max), against a ClickHouse server endpoint (CLUSTER_RUNS).
+    master: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -182,6 +190,10 @@ class Bench:
                 if name == "raw_join" and "dedup-join" not in opts.scenarios:
                     continue
                 self.results["drain"][name] = self._drain(name, quix_python)
+            if opts.master:
+                for label, cores in CLUSTER_RUNS.items():
+                    self.results["drain"][label] = self._drain("dedup", None, cores)
+                return self._done(started)
             for scenario in opts.scenarios:
                 self.results["drain"][scenario] = self._drain(scenario, None)
             if opts.live:
@@ -276,8 +288,11 @@ class Bench:
 
     # ------------------------------------------------------------------ drain runs
 
-    def _drain(self, name: str, quix_python: str | None) -> dict[str, Any]:
-        """Drain the backlog with one run kind, in its own process, and measure it."""
+    def _drain(
+        self, name: str, quix_python: str | None, cluster_cores: int | None = None
+    ) -> dict[str, Any]:
+        """Drain the backlog with one run kind, in its own process, and measure it; with
+        `cluster_cores`, on `opts.master` with that many executor cores of one core each."""
         kind = {
             "raw": "raw",
             "raw_ingest": "raw",
@@ -297,8 +312,15 @@ class Bench:
                 "right_window": o.join_right_window,
             }
             extra["truth"] = {**self.truth, "join": self.join_truth}
+        if cluster_cores is not None:
+            extra["master"] = self.opts.master
+            extra["spark_conf"] = {
+                "spark.cores.max": str(cluster_cores),
+                "spark.executor.cores": "1",
+            }
+        label = name if cluster_cores is None else f"{name}-{cluster_cores}-cores"
         run = self._new_run(
-            f"drain-{name}",
+            f"drain-{label}",
             kind=kind,
             topic=self.backlog_topic,
             dedup=name not in ("ingest", "raw_ingest"),
@@ -309,7 +331,7 @@ class Bench:
             max_rows_per_batch=self.drain_batch_rows,
             **extra,
         )
-        self.log(f"drain: {name} ...")
+        self.log(f"drain: {label} ...")
         result = self._execute(run, quix_python)
         result["rates"] = drain_rates(kind, result)
         if result.get("exact"):

@@ -113,6 +113,13 @@ def register(subparsers: Any) -> None:
         "inserts) or to a chdb-backed ClickHouse HTTP endpoint each run starts as a separate "
         "process (server, executor-side inserts); baselines stay embedded",
     )
+    p.add_argument(
+        "--master",
+        default=None,
+        help="a Spark cluster (spark://host:port): drain the dedup backlog there on one "
+        "executor core, then on two, against a ClickHouse server endpoint (implies "
+        "--clickhouse server; other scenarios, baselines and live runs are skipped)",
+    )
     p.add_argument("--keep-work", action="store_true", help="keep chdb dirs and checkpoints")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--note", default="", help="a remark printed in the report")
@@ -146,6 +153,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ValueError("--join-window: windows must be positive")
     except ValueError as exc:
         return fail(str(exc), code=2)
+    if args.master:  # the cluster comparison only (see --master)
+        baselines, live_scenarios, args.no_live, args.scenario = (), (), True, "dedup"
     opts = BenchOptions(
         scenarios={"all": SCENARIOS, "soak": ()}.get(args.scenario, (args.scenario,)),
         soak_rate=args.soak_rate if args.scenario == "soak" else 0,
@@ -170,7 +179,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         max_delay=format_duration(max_delay),
         state_store=args.state_store,
         bootstrap_servers=args.bootstrap_servers,
-        clickhouse=args.clickhouse,
+        clickhouse="server" if args.master else args.clickhouse,
+        master=args.master,
         keep_work=args.keep_work,
         plots=not args.no_plots,
         note=args.note,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsift import __version__
-from streamsift.cli import bench, chaos, dlq, errors, loadgen, serve
+from streamsift.cli import bench, chaos, dlq, errors, loadgen, package_env, serve
 from streamsift.cli.output import StatusLine, fail, setup_logging
 from streamsift.config import Pipeline, read_document
 from streamsift.errors import ConfigurationError, StreamsiftError
@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-host",
         default="127.0.0.1",
         help="address of the metrics server (default 127.0.0.1; 0.0.0.0 for every interface)",
+    )
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master, e.g. spark://host:7077 (default: $STREAMSIFT_SPARK_MASTER, else "
+        "runtime.master, else local[2])",
     )
     p.add_argument("--verbose", action="store_true", help="show Spark's own log")
     p.set_defaults(func=cmd_run)
@@ -105,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     dlq.register(sub)
     chaos.register(sub)
     serve.register(sub)
+    package_env.register(sub)
     return parser
 
 
@@ -161,12 +168,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         status = StatusLine()
         stack.callback(status.close)
         runner = PipelineRunner(
-            pipeline, base_dir=args.data_dir, verbose=args.verbose, on_progress=status
+            pipeline,
+            base_dir=args.data_dir,
+            verbose=args.verbose,
+            on_progress=status,
+            master=args.master,
         )
         install_stop_handlers(runner.stop)
         print(
             f"running {pipeline.name}: {pipeline.primary_source.topic} -> "
-            f"{runner.describe_sink()} table {pipeline.sink.table} (checkpoint {runner.checkpoint})",
+            f"{runner.describe_sink()} table {pipeline.sink.table} on {runner.master} "
+            f"(checkpoint {runner.checkpoint})",
             file=sys.stderr,
         )
         if args.metrics_port is not None:

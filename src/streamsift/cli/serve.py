@@ -56,6 +56,12 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--no-otlp", action="store_true", help="run no OTLP receiver (OTLP pipelines get no data)"
     )
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master the service's pipelines run on, e.g. spark://host:7077 (default: "
+        "$STREAMSIFT_SPARK_MASTER, else each pipeline's runtime.master, else local[2])",
+    )
     p.add_argument("--verbose", action="store_true", help="debug logging, and uvicorn's access log")
     p.set_defaults(func=cmd_serve)
 
@@ -75,6 +81,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ):
         if not 0 <= value <= 65535:
             return fail(f"{flag} must be 0..65535, not {value}", code=2)
+    if args.master:
+        from streamsift.runtime.session import MASTER_ENV
+
+        os.environ[MASTER_ENV] = args.master  # the pipeline workers it starts inherit it
     settings = ServiceSettings(
         host=args.host,
         port=args.port,

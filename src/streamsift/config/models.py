@@ -85,6 +85,10 @@ __all__ = [
 ]
 
 
+# Spark's master URLs (local, standalone, Kubernetes, YARN); Spark itself checks the rest.
+MASTER_URL = re.compile(r"^(local(\[(\d+|\*)(,\d+)?\])?|spark://\S+|k8s://\S+|yarn)$")
+
+
 class StateStore(str, Enum):
     """Where Spark keeps a join's state (dedup keeps its own, in RocksDB, either way)."""
 
@@ -93,12 +97,51 @@ class StateStore(str, Enum):
 
 
 class Runtime(ConfigModel):
-    """Where the pipeline keeps its checkpoint, how big its micro-batches may get, and where
-    the join's state lives (fixed when the checkpoint is created)."""
+    """Where the pipeline keeps its checkpoint, how big its micro-batches may get, where the
+    join's state lives (fixed when the checkpoint is created), which Spark runs it (`master`,
+    e.g. `spark://host:7077`; default `local[2]`), extra `spark.*` settings, and where the
+    dedup state is persisted on a cluster (`state_location`, a directory or URL such as
+    `s3://bucket/path`; default: beside the checkpoint)."""
 
     checkpoint_dir: Path | None = None
     max_rows_per_batch: int | None = Field(default=None, gt=0)
     state_store: StateStore = StateStore.ROCKSDB
+    master: str | None = None
+    spark_conf: dict[str, str] = Field(default_factory=dict)
+    state_location: str | None = None
+
+    @field_validator("master")
+    @classmethod
+    def _master(cls, v: str | None) -> str | None:
+        if v is not None and not MASTER_URL.match(v):
+            raise ValueError(
+                f"{shorten(v)} is not a Spark master: use local[N], local[*], "
+                "spark://host:port, k8s://https://host:port or yarn"
+            )
+        return v
+
+    @field_validator("spark_conf", mode="before")
+    @classmethod
+    def _spark_conf(cls, v: object) -> object:
+        if isinstance(v, dict):
+            for key, value in v.items():
+                if not isinstance(key, str) or not key.startswith("spark."):
+                    raise ValueError(
+                        f"{shorten(str(key))} is not a Spark setting: keys start with spark."
+                    )
+                if isinstance(value, (dict, list)) or value is None:
+                    raise ValueError(f"{key}: give a single value (text, number or true/false)")
+            return {
+                k: str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()
+            }
+        return v
+
+    @field_validator("state_location")
+    @classmethod
+    def _state_location(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("give a directory or a URL such as s3://bucket/path")
+        return v
 
 
 # ---------------------------------------------------------------------------- pipeline

@@ -10,6 +10,7 @@ checkpoint at a time, so at start-up these files are leftovers and can go.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -46,3 +47,20 @@ def has_batches(spark_checkpoint: Path) -> bool:
     """Whether Spark's offset log holds at least one planned micro-batch."""
     offsets = spark_checkpoint / "offsets"
     return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
+
+
+def committed_ends(spark_checkpoint: Path) -> dict[str, int]:
+    """The end offsets (`{"topic/partition": offset}`, every source) of the last micro-batch
+    Spark committed; empty when none was. An offset-log entry is `v1`, the batch's metadata,
+    then one JSON line per source."""
+    commits = spark_checkpoint / "commits"
+    done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
+    if not done:
+        return {}
+    lines = (spark_checkpoint / "offsets" / str(max(done))).read_text().splitlines()
+    ends: dict[str, int] = {}
+    for line in lines[2:]:
+        value = json.loads(line)
+        if isinstance(value, dict):
+            ends.update({k: int(v) for k, v in value.items()})
+    return ends

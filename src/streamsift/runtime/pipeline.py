@@ -28,13 +28,19 @@ from pyspark.errors import StreamingQueryException
 
 from streamsift.config.models import Pipeline
 from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchWriter
-from streamsift.runtime.checkpoint import clear_interrupted_writes, has_batches
-from streamsift.runtime.errors import PipelineFailed
+from streamsift.runtime.checkpoint import clear_interrupted_writes, committed_ends, has_batches
+from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
 from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats, SinkCounts, lag_by_partition
 from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.registry_fields import require_fields
-from streamsift.runtime.session import STATE_STORE_CONF, STATE_STORE_PROVIDERS, spark_session
+from streamsift.runtime.session import (
+    STATE_STORE_CONF,
+    STATE_STORE_PROVIDERS,
+    is_local_master,
+    resolve_master,
+    spark_session,
+)
 from streamsift.runtime.signals import StopFlag, StopRequested
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import describe
@@ -43,6 +49,7 @@ from streamsift.sinks.dlq import DLQ_COLUMNS
 from streamsift.sinks.errors import SinkConfigError, SinkPermanentError, SinkTransientError
 from streamsift.sinks.retry import RetryInterrupted
 from streamsift.sources.errors import SourceError, SourceUnavailable
+from streamsift.transforms.dedup_store import PartitionStore, seed_from_local
 
 EXECUTOR_WATCH_S = 2.0  # how often the driver pings ClickHouse while executors insert
 log = logging.getLogger("streamsift.runtime")
@@ -75,9 +82,17 @@ class PipelineRunner:
         on_progress: Callable[[RunStats], None] | None = None,
         stop: StopFlag | None = None,
         driver_inserts: bool = False,
+        master: str | None = None,
     ) -> None:
         require_fields(pipeline)
         self.pipeline = pipeline
+        self.master = resolve_master(pipeline.runtime.master, master)
+        if not is_local_master(self.master) and pipeline.sink.clickhouse.embedded:
+            raise RuntimeConfigError(
+                f"sink.clickhouse.path: embedded ClickHouse lives inside one process and "
+                f"cannot take inserts from the executors of {self.master}; use a ClickHouse "
+                "server (sink.clickhouse.host and port)"
+            )
         self.driver_inserts = driver_inserts or pipeline.sink.clickhouse.embedded
         self.last_progress: dict[str, Any] | None = None
         self.base_dir = Path(base_dir)
@@ -85,6 +100,7 @@ class PipelineRunner:
         self.on_progress = on_progress
         self.stats = RunStats()
         self.checkpoint = Path(pipeline.checkpoint_dir(self.base_dir)).resolve()
+        self.state_url = dedup_state_location(pipeline, self.master, self.checkpoint)
         self._stop = stop or StopFlag()
         self.writer = ClickHouseWriter(
             pipeline.sink.clickhouse,
@@ -150,7 +166,9 @@ class PipelineRunner:
         spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[self.pipeline.runtime.state_store])
         clear_interrupted_writes(self.checkpoint / "spark")
         new_query = not has_batches(self.checkpoint / "spark")
-        plan = build_stream(spark, self.pipeline, self.checkpoint, new_query)
+        if self.state_url and not new_query:
+            carry_local_dedup_state(self.checkpoint, self.state_url)
+        plan = build_stream(spark, self.pipeline, self.checkpoint, new_query, self.state_url)
         self.stats.initial_offsets = plan.initial_offsets
         writer = (
             plan.frame.writeStream.queryName(
@@ -179,7 +197,12 @@ class PipelineRunner:
             with self._stop.interruptible():
                 self.wait_for_sink()
                 self.prepare_sink()
-            spark = spark_session(f"streamsift-{self.pipeline.name}", verbose=self.verbose)
+            spark = spark_session(
+                f"streamsift-{self.pipeline.name}",
+                master=self.master,
+                verbose=self.verbose,
+                spark_conf=self.pipeline.runtime.spark_conf,
+            )
             with self._stop.interruptible():
                 query = self._build_query(spark, until_caught_up)
         except (StopRequested, RetryInterrupted):
@@ -385,6 +408,34 @@ RETRIED_OPERATIONS = (
     ("ClickHouse command", "command"),
     ("ClickHouse query", "query"),
 )
+
+
+def dedup_state_location(pipeline: Pipeline, master: str, checkpoint: Path) -> str | None:
+    """Where the dedup state is shared from (None: a local run's RocksDB in the checkpoint).
+
+    `runtime.state_location` when set; on a cluster, else the checkpoint's `state` directory,
+    which must then be a directory every executor sees (a shared mount)."""
+    if pipeline.runtime.state_location:
+        return pipeline.runtime.state_location
+    if is_local_master(master):
+        return None
+    return str(checkpoint / "state")
+
+
+def carry_local_dedup_state(checkpoint: Path, state_url: str) -> int:
+    """A pipeline that ran locally and now shares its dedup state (a cluster, or
+    `runtime.state_location` set): upload each partition's local RocksDB state once, so the
+    move lets no duplicate through. Returns how many partitions it carried over."""
+    ends = committed_ends(checkpoint / "spark")
+    carried = 0
+    for local in sorted(checkpoint.glob("dedup*/*/p[0-9]*")):
+        end = ends.get(f"{local.parent.name}/{local.name[1:]}")
+        where = f"{local.parent.parent.name}/{local.parent.name}/{local.name}"
+        if end is not None and seed_from_local(PartitionStore(state_url, where), local, end):
+            carried += 1
+    if carried:
+        log.info("carried the local dedup state of %d partition(s) over to %s", carried, state_url)
+    return carried
 
 
 def _during(status: str | None) -> str:

@@ -39,6 +39,7 @@ from streamsift.config.rows import SOURCE_COLUMNS
 from streamsift.config.types import SPARK_SQL_TYPES, FieldType
 from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
+from streamsift.transforms.dedup_store import PartitionStore, local_cache_root
 from streamsift.transforms.event_time import future_event_time_errors
 from streamsift.transforms.parse import FieldSpec, require_present, required_fields
 from streamsift.transforms.registry_decode import SchemaLookup, make_parser
@@ -78,6 +79,9 @@ class SourceProcessor:
     literal_dots: bool = False  # keys with dots in the payload's maps (OTLP attributes)
     format: str = "json"  # avro / protobuf: decoded with the writer schemas `schemas` finds
     schemas: SchemaLookup | None = None
+    # Dedup state on shared storage (a cluster, or runtime.state_location): a directory or
+    # URL; the executor's RocksDB is then only a cache of it (transforms/dedup_store.py).
+    state_url: str | None = None
 
     @classmethod
     def build(
@@ -88,9 +92,11 @@ class SourceProcessor:
         keep_raw: bool = False,
         source_format: str = "json",
         schemas: SchemaLookup | None = None,
+        state_url: str | None = None,
     ) -> SourceProcessor:
         """`state_dir` is the checkpoint's `dedup` directory; other modes keep theirs beside it
-        (`dedup-last`, `dedup-exact`), so changing the mode starts from an empty state."""
+        (`dedup-last`, `dedup-exact`), so changing the mode starts from an empty state. With
+        `state_url`, the state lives there, under the same directory names."""
         specs = tuple(FieldSpec(f.name, f.column, f.type) for f in schema.fields)
         by_name = {s.path: s for s in specs}
         mode = dedup.mode.value if dedup else "first"
@@ -109,6 +115,7 @@ class SourceProcessor:
             literal_dots=schema.literal_dots,
             format=source_format,
             schemas=schemas,
+            state_url=state_url if dedup else None,
         )
 
     @property
@@ -224,16 +231,22 @@ class SourceProcessor:
             key_cols = [table.column(f.column).to_pylist() for f in self.dedup_keys]
             keys = [encode_key([col[i] for col in key_cols]) for i in idx]
             hashes = [payload_hash(records.values[i]) for i in idx]  # type: ignore[arg-type]
+        where = f"{Path(self.state_dir).name}/{records.topic}/p{records.partition}"
+        store = PartitionStore(self.state_url, where) if self.state_url else None
         decision = PartitionDedup(
-            Path(self.state_dir) / records.topic / f"p{records.partition}",
+            local_cache_root(self.state_url) / where
+            if self.state_url
+            else Path(self.state_dir) / records.topic / f"p{records.partition}",
             self.window_us,
             compare_payload=self.mode == "last",
+            store=store,
         ).decide(
             keys,
             [times[i] for i in idx],
             [records.offsets[i] for i in idx],
             records.start,
             hashes,
+            end=records.end,
         )
         keep = [True] * len(errors)
         late = [False] * len(errors)

@@ -53,8 +53,15 @@ def source_name(pipeline: Pipeline, source: KafkaSource) -> str:
     return "streamsift_" + re.sub(r"[^A-Za-z0-9_]", "_", f"{pipeline.name}_{source.id}")
 
 
-def build_stream(spark: Any, pipeline: Pipeline, checkpoint: Path, new_query: bool) -> StreamPlan:
-    """Register the pipeline's source(s) with Spark and return the output frame."""
+def build_stream(
+    spark: Any,
+    pipeline: Pipeline,
+    checkpoint: Path,
+    new_query: bool,
+    state_url: str | None = None,
+) -> StreamPlan:
+    """Register the pipeline's source(s) with Spark and return the output frame. `state_url`:
+    the dedup state's shared location (runtime/pipeline.py `dedup_state_location`)."""
     initial: dict[str, int] = {}
     if pipeline.join is not None:
         from pyspark.sql import functions as F
@@ -65,7 +72,7 @@ def build_stream(spark: Any, pipeline: Pipeline, checkpoint: Path, new_query: bo
         for i, src in enumerate(pipeline.sources or ()):
             stage = Stage(src.transform, src.filter, f"sources[{i}].")
             frame = read_source(
-                spark, pipeline, src, src.dedup, stage, checkpoint, new_query, initial
+                spark, pipeline, src, src.dedup, stage, checkpoint, new_query, initial, state_url
             )
             sides[src.id] = (frame, _scope_after(source_scope(src), stage))
         frame, scope = build_join(pipeline, sides)
@@ -79,7 +86,9 @@ def build_stream(spark: Any, pipeline: Pipeline, checkpoint: Path, new_query: bo
 
     (src,) = pipeline.inputs
     stage = Stage(pipeline.transform, pipeline.filter)
-    frame = read_source(spark, pipeline, src, pipeline.dedup, stage, checkpoint, new_query, initial)
+    frame = read_source(
+        spark, pipeline, src, pipeline.dedup, stage, checkpoint, new_query, initial, state_url
+    )
     return StreamPlan(
         output_frame(frame, pipeline, _scope_after(source_scope(src), stage)), initial
     )
@@ -94,6 +103,7 @@ def read_source(
     checkpoint: Path,
     new_query: bool,
     initial: dict[str, int],
+    state_url: str | None = None,
 ) -> Any:
     """One Kafka source as a streaming frame: parsed, deduplicated, transformed, filtered.
 
@@ -111,6 +121,7 @@ def read_source(
         keep_raw=not stage.empty,
         source_format=src.format.value,
         schemas=schema_lookup(src),
+        state_url=state_url,
     )
     spec = read_spec(pipeline, src)
     if new_query:

@@ -10,17 +10,25 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from streamsift.config.models import StateStore
 from streamsift.runtime.bytecode import ensure_worker_bytecode
+from streamsift.runtime.environment import (
+    EXECUTOR_PYTHON,
+    archive_setting,
+    default_cache_dir,
+    pack_environment,
+)
 from streamsift.runtime.errors import RuntimeConfigError
 from streamsift.runtime.jvm_output import filtered_stderr_for_children
 
 MIN_JAVA = 17
+MASTER_ENV = "STREAMSIFT_SPARK_MASTER"
+DEFAULT_MASTER = "local[2]"
 # C1 only: Spark's JIT warm-up costs as much CPU as the data at the start of a run (measured:
 # the JVM's CPU before the first micro-batch halved, 16 -> 8 CPU-s, with the same steady-state
 # CPU per event). STREAMSIFT_JAVA_OPTIONS is appended, so "-XX:TieredStopAtLevel=4" undoes it.
@@ -69,12 +77,44 @@ def java_version(java: str) -> int | None:
     return int(m.group(2) or 0) if major == 1 else major
 
 
+def resolve_master(configured: str | None = None, override: str | None = None) -> str:
+    """The Spark master a run uses: `--master`, else STREAMSIFT_SPARK_MASTER, else the
+    pipeline's `runtime.master`, else local[2]."""
+    return override or os.environ.get(MASTER_ENV) or configured or DEFAULT_MASTER
+
+
+def is_local_master(master: str) -> bool:
+    return master.startswith("local")
+
+
 def spark_session(
-    app_name: str = "streamsift", master: str | None = None, verbose: bool = False
+    app_name: str = "streamsift",
+    master: str | None = None,
+    verbose: bool = False,
+    spark_conf: Mapping[str, str] | None = None,
+    env_dir: Path | None = None,
 ) -> Any:
-    """One SparkSession per process, configured for small, stateful streaming jobs."""
+    """One SparkSession per process, configured for small, stateful streaming jobs.
+
+    `spark_conf` (the pipeline's `runtime.spark_conf`) overrides the defaults below. On a
+    cluster master the executors get streamsift as a packed environment (runtime/environment.py,
+    cached in `env_dir`, by default the user's cache) unless `spark_conf` names its own `spark.archives` or
+    `spark.pyspark.python` (executors whose image has streamsift installed).
+    """
     check_prerequisites()
     ensure_worker_bytecode()
+    master = resolve_master(override=master)
+    conf = dict(spark_conf or {})
+    ships_own = "spark.archives" in conf or "spark.pyspark.python" in conf  # e.g. an image
+    if not is_local_master(master) and not ships_own:
+        packed = pack_environment(env_dir or default_cache_dir())
+        conf["spark.archives"] = archive_setting(packed.path)
+        conf.setdefault("spark.pyspark.python", EXECUTOR_PYTHON)
+    if not is_local_master(master) and "spark.pyspark.python" in conf:
+        # PYSPARK_PYTHON stays the driver's Python: the driver runs Python too (the Kafka
+        # source's planning). Spark SQL's executor-side Python (the source's reads, the sink's
+        # inserts) takes this setting; checked: without it, executors ran the driver's Python.
+        conf.setdefault("spark.sql.execution.pyspark.python", conf["spark.pyspark.python"])
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
@@ -97,7 +137,7 @@ def spark_session(
         )
     builder = (
         SparkSession.builder.appName(app_name)
-        .master(master or os.environ.get("STREAMSIFT_SPARK_MASTER", "local[2]"))
+        .master(master)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
@@ -113,6 +153,8 @@ def spark_session(
         .config("spark.ui.retainedStages", "100")
         .config("spark.sql.ui.retainedExecutions", "50")
     )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     with _keeping_sigint_handler(), filtered_stderr_for_children():  # the JVM starts here
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if verbose else "OFF")

@@ -34,7 +34,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import Options, Rdict
+
+from streamsift.transforms.dedup_store import (
+    CACHE_KEY,
+    CachedState,
+    PartitionStore,
+    Write,
+    apply_writes,
+)
 
 _ENTRY = struct.Struct("<qqqq")  # kept time (us), kept offset, previous time, previous offset
 # Mode last also remembers the payload hash of the kept and the previous version.
@@ -56,7 +64,12 @@ class DedupDecision:
 
 
 class PartitionDedup:
-    """The dedup memory of one Kafka partition; open it for one offset range at a time."""
+    """The dedup memory of one Kafka partition; open it for one offset range at a time.
+
+    Without `store`, `path` is the state itself (a local run's checkpoint). With `store`, the
+    state lives on shared storage (transforms/dedup_store.py) and `path` is this process's
+    cache of it; `decide` then needs the range's `end`.
+    """
 
     def __init__(
         self,
@@ -64,11 +77,13 @@ class PartitionDedup:
         window_us: int,
         cleanup_every: int = 1_000_000,
         compare_payload: bool = False,
+        store: PartitionStore | None = None,
     ) -> None:
         self.path = Path(path)
         self.window_us = window_us
         self.cleanup_every = cleanup_every
         self.compare_payload = compare_payload  # mode last: drop only repeats of the latest payload
+        self.store = store
 
     def decide(
         self,
@@ -77,19 +92,32 @@ class PartitionDedup:
         offsets: Sequence[int],
         start: int,
         hashes: Sequence[bytes] | None = None,
+        end: int | None = None,
     ) -> DedupDecision:
-        """Decide keep/drop for records (in offset order) of the range starting at `start`.
+        """Decide keep/drop for records (in offset order) of the range [start, end).
 
         `hashes` (payload hashes, one per record) are needed with `compare_payload`.
         """
         if self.compare_payload and hashes is None:
             raise ValueError("payload hashes are needed to compare payloads")
+        writes: list[Write] = []
+        if self.store is not None:
+            if end is None:
+                raise ValueError("the range's end is needed with a shared state store")
+            cached = CachedState(self.store, self.path)
+            db = cached.open(start, end)
+            try:
+                decision = self._decide(db, keys, times_us, offsets, start, hashes, writes)
+                cached.commit(db, start, end, writes)
+                return decision
+            finally:
+                db.close()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
         db = Rdict(str(self.path), opts)
         try:
-            return self._decide(db, keys, times_us, offsets, start, hashes)
+            return self._decide(db, keys, times_us, offsets, start, hashes, writes)
         finally:
             db.close()
 
@@ -101,7 +129,9 @@ class PartitionDedup:
         offsets: Sequence[int],
         start: int,
         hashes: Sequence[bytes] | None,
+        writes: list[Write],
     ) -> DedupDecision:
+        """Decide, and apply the state's changes, also appended to `writes`."""
         window = self.window_us
         hw_before = _resolve(db.get(_META_KEY), start)
         hw = hw_before[0] if hw_before else None
@@ -133,36 +163,42 @@ class PartitionDedup:
             if newest is None or t > newest:
                 newest = t
 
-        batch = WriteBatch(raw_mode=True)
+        changes: list[Write] = []
         for key, (t, off, h) in current.items():
             base = prior[key] or (NONE, NONE, _NO_HASH)
             if self.compare_payload:
-                batch.put(key, _VERSIONED_ENTRY.pack(t, off, h, base[0], base[1], base[2]))
+                changes.append((key, _VERSIONED_ENTRY.pack(t, off, h, base[0], base[1], base[2])))
             else:
-                batch.put(key, _ENTRY.pack(t, off, base[0], base[1]))
+                changes.append((key, _ENTRY.pack(t, off, base[0], base[1])))
         if newest is not None and offsets:
             base_hw = hw_before or (NONE, NONE)
-            batch.put(_META_KEY, _ENTRY.pack(newest, offsets[-1], base_hw[0], base_hw[1]))
-        db.write(batch)
+            changes.append((_META_KEY, _ENTRY.pack(newest, offsets[-1], base_hw[0], base_hw[1])))
+        _write(db, changes, writes)
         if (
             offsets
             and hw is not None
             and start // self.cleanup_every != (offsets[-1] + 1) // self.cleanup_every
         ):
-            self._cleanup(db, hw - 2 * window, start)
+            self._cleanup(db, hw - 2 * window, start, writes)
         return DedupDecision(keep, late)
 
-    def _cleanup(self, db: Rdict, older_than_us: int, start: int) -> None:
+    def _cleanup(self, db: Rdict, older_than_us: int, start: int, writes: list[Write]) -> None:
         """Forget keys no non-late record can match any more (kept more than 2 windows ago)."""
-        batch = WriteBatch(raw_mode=True)
         entry = _VERSIONED_ENTRY if self.compare_payload else _ENTRY
+        doomed: list[Write] = []
         for key, value in db.items():
-            if key == _META_KEY:
-                continue
+            if key in (_META_KEY, CACHE_KEY):
+                continue  # the partition's high-water mark, the cache's own marker
             t, off = entry.unpack(value)[:2]
             if t < older_than_us and off < start:
-                batch.delete(key)
-        db.write(batch)
+                doomed.append((key, None))
+        _write(db, doomed, writes)
+
+
+def _write(db: Rdict, changes: list[Write], writes: list[Write]) -> None:
+    """Apply puts (and deletes: value None) in one batch, and remember them in `writes`."""
+    apply_writes(db, changes)
+    writes.extend(changes)
 
 
 def _resolve_plain(value: bytes | None, start: int) -> Ref | None:

@@ -1,0 +1,357 @@
+"""Pipelines on a real Spark standalone cluster on loopback (one master, two workers with one
+core each, started with `spark-class` from the installed pyspark), against the bundled broker
+and a ClickHouse server (the chdb-backed HTTP endpoint in its own process).
+
+Every run is `streamsift run FILE --master spark://...` as a user starts it; executors get
+streamsift from the packed environment the run ships. Judged by counting: ClickHouse holds
+each expected row once. Kills are real SIGKILLs of whole process trees: a worker (its JVM,
+its executor and the executor's Python workers), or the driver.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import clickhouse_connect
+import pytest
+import yaml
+
+from pipeline_docs import event_doc
+from streamsift.embedded.clickhouse_server import spawn_server
+from streamsift.loadtest.generator import (
+    EventSpec,
+    JoinSpec,
+    Truth,
+    generate,
+    generate_join_streams,
+    produce,
+)
+from streamsift.loadtest.join_events import (
+    ROW_COLUMNS,
+    TABLE,
+    join_pipeline_doc,
+    reference_rows,
+)
+from streamsift.runtime import processes
+from streamsift.runtime.environment import pack_environment, runtime_distributions
+from streamsift.testing.spark_cluster import LOOPBACK_DRIVER_CONF, StandaloneCluster, free_port
+
+pytestmark = pytest.mark.integration
+
+SPARK_CONF = {**LOOPBACK_DRIVER_CONF, "spark.sql.shuffle.partitions": "2"}
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    with StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One --data-dir for every cluster run (the packed environment is cached per user)."""
+    return tmp_path_factory.mktemp("cluster-data")
+
+
+@pytest.fixture(scope="module")
+def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    proc, port = spawn_server(tmp_path_factory.mktemp("cluster-ch") / "clickhouse")
+    yield port
+    proc.terminate()
+    proc.wait(20)
+
+
+def both_workers_up(cluster: StandaloneCluster) -> None:
+    """A previous test may have killed a worker: bring it back."""
+    for w in cluster.workers:
+        if w.proc is None or w.proc.poll() is not None:
+            cluster.start_worker(w.name)
+    cluster.wait_for_workers(len(cluster.workers))
+
+
+def write_doc(doc: dict, path: Path, **runtime: object) -> Path:
+    doc["runtime"] = {**doc.get("runtime", {}), "spark_conf": SPARK_CONF, **runtime}
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def start_run(file: Path, cluster: StandaloneCluster, data_dir: Path, log: Path):
+    command = [sys.executable, "-m", "streamsift.cli.main", "run", str(file)]
+    command += ["--until-caught-up", "--master", cluster.url, "--data-dir", str(data_dir)]
+    return processes.start(command, log, own_session=True, env=dict(os.environ))
+
+
+def run_to_end(file: Path, cluster: StandaloneCluster, data_dir: Path, log: Path, timeout=300):
+    proc = start_run(file, cluster, data_dir, log)
+    try:
+        code = proc.wait(timeout)
+    finally:
+        processes.kill_tree(proc)
+    assert code == 0, log.read_text()[-3000:]
+    return log.read_text()
+
+
+def commits(checkpoint: Path) -> int:
+    folder = checkpoint / "spark" / "commits"
+    return len([p for p in folder.glob("[0-9]*")]) if folder.exists() else 0
+
+
+def wait_for(what: Callable[[], bool], timeout: float, proc=None, log: Path | None = None):
+    deadline = time.monotonic() + timeout
+    while not what():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run ended early: {log.read_text()[-3000:] if log else ''}")
+        if time.monotonic() > deadline:
+            raise TimeoutError("waited too long")
+        time.sleep(0.2)
+
+
+def executor_pythons(cluster: StandaloneCluster) -> dict[str, set[str]]:
+    """Per worker: the interpreters its executors' Python workers were started with (as
+    /proc shows them: argv[0] resolved against the process's working directory)."""
+    found: dict[str, set[str]] = {}
+    for w in cluster.workers:
+        for stat in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = stat.read_bytes().split(b"\0")
+                cwd = os.readlink(stat.parent / "cwd")
+            except OSError:
+                continue
+            is_worker = b"pyspark.daemon" in argv or b"pyspark.worker" in argv
+            if is_worker and cwd.startswith(str(w.work_dir)):
+                found.setdefault(w.name, set()).add(os.path.normpath(Path(cwd, argv[0].decode())))
+    return found
+
+
+def events_doc(broker, topic: str, port: int, checkpoint: Path, rows_per_batch: int) -> dict:
+    return event_doc(
+        bootstrap_servers=broker.bootstrap_servers,
+        topic=topic,
+        table=topic,
+        clickhouse={"host": "127.0.0.1", "port": port},
+        checkpoint_dir=checkpoint,
+        sink={"max_batch_size": 500},
+        runtime={"max_rows_per_batch": rows_per_batch},
+    )
+
+
+def assert_exact(port: int, table: str, truth: Truth) -> None:
+    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
+    assert int(client.command(f"SELECT count() FROM {table}")) == truth.expected_unique
+    assert int(client.command(f"SELECT uniqExact(event_id) FROM {table}")) == truth.expected_unique
+    assert int(client.command(f"SELECT count() FROM {table} WHERE attempt > 0")) == 0
+
+
+def produce_events(broker, topic: str, events: int, seed: int) -> Truth:
+    broker.create_topic(topic, 4)
+    truth = Truth()
+    produce(
+        broker.bootstrap_servers, topic, generate(EventSpec(events, 0.25, 400, seed=seed), truth)
+    )
+    return truth
+
+
+def kill_a_worker_mid_run(cluster, doc_path, data_dir, checkpoint, log) -> dict[str, set[str]]:
+    """Start the run; once both workers' executors work and a micro-batch is committed,
+    SIGKILL worker 1's whole process tree; the run must finish on worker 2."""
+    proc = start_run(doc_path, cluster, data_dir, log)
+    try:
+        wait_for(lambda: commits(checkpoint) >= 1, 240, proc, log)
+        wait_for(lambda: len(executor_pythons(cluster)) == 2, 60, proc, log)
+        pythons = executor_pythons(cluster)
+        done = commits(checkpoint)
+        assert cluster.kill_worker(cluster.workers[0]) >= 0
+        code = proc.wait(300)
+    finally:
+        processes.kill_tree(proc)
+    assert code == 0, log.read_text()[-3000:]
+    assert commits(checkpoint) > done  # batches were committed after the kill
+    return pythons
+
+
+def test_dedup_on_two_workers_survives_losing_one_exactly(
+    broker, cluster, data_dir, clickhouse, tmp_path, unique_name
+):
+    """Executors on both workers run Python from the shipped environment; one worker is
+    SIGKILLed mid-run; Spark reruns its tasks on the other (which restores the dedup state
+    of the partitions it had not held from the shared state); ClickHouse ends exact."""
+    both_workers_up(cluster)
+    truth = produce_events(broker, unique_name, 8_000, seed=31)
+    checkpoint = tmp_path / "ckpt"
+    doc = write_doc(
+        events_doc(broker, unique_name, clickhouse, checkpoint, 1_000), tmp_path / "p.yaml"
+    )
+    pythons = kill_a_worker_mid_run(cluster, doc, data_dir, checkpoint, tmp_path / "run.log")
+    assert set(pythons) == {"worker1", "worker2"}  # executors ran on both workers
+    for worker, interpreters in pythons.items():
+        for python in interpreters:  # e.g. .../work/app-.../0/environment/bin/python
+            assert python.endswith("/environment/bin/python"), (worker, python)
+    assert_exact(clickhouse, unique_name, truth)
+    assert list((checkpoint / "state" / "dedup" / unique_name).glob("p*/log-*.arrow"))
+
+
+def test_dedup_and_join_on_the_cluster_is_exact(
+    broker, cluster, data_dir, clickhouse, tmp_path, unique_name
+):
+    both_workers_up(cluster)
+    streams = generate_join_streams(JoinSpec(orders=3_000, users=200, seed=11))
+    expected = reference_rows(streams.orders, streams.users, "inner")
+    topics = {"orders": f"{unique_name}_o", "users": f"{unique_name}_u"}
+    for side, events, key in (
+        ("orders", streams.orders, "order_id"),
+        ("users", streams.users, "event_id"),
+    ):
+        broker.create_topic(topics[side], 2)
+        produce(broker.bootstrap_servers, topics[side], events, key_field=key)
+    doc = join_pipeline_doc(
+        broker.bootstrap_servers,
+        tmp_path,
+        "inner",
+        10_000,  # one micro-batch: see cli/demo_join.py on the join's watermark
+        clickhouse={"host": "127.0.0.1", "port": clickhouse},
+        checkpoint_dir=tmp_path / "ckpt",
+        name=f"join-{unique_name[-8:]}",
+    )
+    for src in doc["sources"]:
+        src["topic"] = topics[src["name"]]
+    table = f"{unique_name}_joined"
+    doc["sink"]["table"] = table
+    run_to_end(write_doc(doc, tmp_path / "p.yaml"), cluster, data_dir, tmp_path / "run.log")
+    client = clickhouse_connect.get_client(host="127.0.0.1", port=clickhouse)
+    actual = Counter(
+        (o, e, float(a), n, p)
+        for o, e, a, n, p in client.query(f"SELECT {ROW_COLUMNS} FROM {table}").result_rows
+    )
+    assert table != TABLE and sum(expected.rows.values()) > 1_000
+    assert actual == expected.rows
+
+
+def test_the_driver_killed_mid_run_resumes_from_the_checkpoint_exactly(
+    broker, cluster, data_dir, clickhouse, tmp_path, unique_name
+):
+    both_workers_up(cluster)
+    truth = produce_events(broker, unique_name, 6_000, seed=32)
+    checkpoint = tmp_path / "ckpt"
+    doc = write_doc(
+        events_doc(broker, unique_name, clickhouse, checkpoint, 1_000), tmp_path / "p.yaml"
+    )
+    log = tmp_path / "first.log"
+    proc = start_run(doc, cluster, data_dir, log)
+    try:
+        wait_for(lambda: commits(checkpoint) >= 2, 240, proc, log)
+    finally:
+        processes.kill_tree(proc)  # the driver: its JVM and Python, SIGKILL
+    assert commits(checkpoint) < 6  # killed before the end (6,000 rows, 1,000 per batch)
+    run_to_end(doc, cluster, data_dir, tmp_path / "second.log")
+    assert_exact(clickhouse, unique_name, truth)
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A local S3 server (moto) with one bucket; yields its endpoint host:port."""
+    import pyarrow.fs as pafs
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    proc = processes.start(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        log,
+        own_session=True,
+    )
+    endpoint = f"127.0.0.1:{port}"
+    fs = pafs.S3FileSystem(
+        access_key="testing",
+        secret_key="testing",
+        endpoint_override=endpoint,
+        scheme="http",
+        region="us-east-1",
+        allow_bucket_creation=True,
+    )
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            try:
+                fs.create_dir("dedup-state")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        yield endpoint
+    finally:
+        processes.kill_tree(proc)
+
+
+def test_dedup_state_on_an_object_store_with_a_worker_killed_is_exact(
+    broker, cluster, data_dir, clickhouse, s3, tmp_path, unique_name, monkeypatch
+):
+    """The dedup state lives on S3 (Spark's own checkpoint stays on the shared directory:
+    s3a:// needs Hadoop jars not installable here); a worker dies mid-run; exact."""
+    both_workers_up(cluster)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")  # for this test's own listing below
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    truth = produce_events(broker, unique_name, 6_000, seed=33)
+    checkpoint = tmp_path / "ckpt"
+    location = f"s3://dedup-state/{unique_name}?endpoint_override={s3}&scheme=http&region=us-east-1"
+    doc = events_doc(broker, unique_name, clickhouse, checkpoint, 1_000)
+    path = write_doc(doc, tmp_path / "p.yaml", state_location=location)
+    conf = yaml.safe_load(path.read_text())
+    conf["runtime"]["spark_conf"].update(
+        {
+            "spark.executorEnv.AWS_ACCESS_KEY_ID": "testing",
+            "spark.executorEnv.AWS_SECRET_ACCESS_KEY": "testing",
+        }
+    )
+    path.write_text(yaml.safe_dump(conf))
+    kill_a_worker_mid_run(cluster, path, data_dir, checkpoint, tmp_path / "run.log")
+    assert_exact(clickhouse, unique_name, truth)
+    assert not (checkpoint / "state").exists()  # nothing on the shared directory
+    import pyarrow.fs as pafs
+
+    fs, root = pafs.FileSystem.from_uri(location)
+    found = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+    assert any(i.base_name.startswith("log-") for i in found)
+
+
+def test_bench_on_the_cluster_reports_a_one_and_a_two_worker_run(cluster, tmp_path):
+    """`streamsift bench --master`: the dedup drain on one executor core, then on two; both
+    exact, both reported (a functional check on this 2-core machine, not a speed-up)."""
+    both_workers_up(cluster)
+    out = tmp_path / "bench"
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamsift.cli.main", "bench", "--master", cluster.url]
+        + ["--events", "3000", "--out", str(out), "--no-plots"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = yaml.safe_load((out / "results.json").read_text())
+    assert set(results["drain"]) == {"dedup@1-worker", "dedup@2-workers"}
+    for name, run in results["drain"].items():
+        assert run["exact"] and run["read"] == 3000, (name, run)
+    report = (out / "report.md").read_text()
+    assert "dedup@1-worker" in report and "dedup@2-workers" in report
+
+
+def test_packed_environment_holds_streamsift_and_its_dependencies_but_not_spark(tmp_path):
+    names = {d.metadata["Name"].lower() for d in runtime_distributions()}
+    assert {"pyarrow", "confluent-kafka", "rocksdict", "pydantic"} <= names
+    assert not names & {"pyspark", "py4j", "chdb", "pytest"}
+    packed = pack_environment(tmp_path)
+    again = pack_environment(tmp_path)
+    assert again.reused and again.path == packed.path
+    with tarfile.open(packed.path) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert members["bin/python"].issym()
+    assert "pyvenv.cfg" in members
+    site = next(Path(n).parent.parent for n in members if n.endswith("streamsift/__init__.py"))
+    assert (site / "streamsift/transforms/dedup_store.py").as_posix() in members
+    assert not any("/pyspark/" in n for n in members)

@@ -1,0 +1,61 @@
+"""Dedup state on shared storage in a local run: a pipeline that ran with its state in the
+checkpoint, resumed with `runtime.state_location`, carries its state over and lets no
+duplicate through; and the shared state alone (no local cache left) decides as before."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
+from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.transforms.dedup_store import PartitionStore, local_cache_root
+
+pytestmark = pytest.mark.integration
+
+
+def test_moving_a_local_pipeline_to_shared_state_lets_no_duplicate_through(
+    broker, event_pipeline, tmp_path, unique_name
+):
+    broker.create_topic(unique_name, 2)
+    truth = Truth()
+    events = list(generate(EventSpec(3_000, 0.2, 300, seed=41), truth))
+    first, second = events[:1_500], events[1_500:]
+    # the second half also re-sends copies of first-half events (same id, same time)
+    resent = [dict(e) for e in first[::5]]
+    for e in resent:
+        e["attempt"] = 9
+    shared = tmp_path / "shared"
+
+    def runner(location: str | None) -> PipelineRunner:
+        runtime = {"checkpoint_dir": str(tmp_path / "ckpt"), "max_rows_per_batch": 1_000}
+        if location:
+            runtime["state_location"] = location
+        return PipelineRunner(event_pipeline(runtime=runtime), base_dir=tmp_path)
+
+    produce(broker.bootstrap_servers, unique_name, first)
+    runner(None).run(until_caught_up=True)
+    assert not shared.exists()
+
+    produce(broker.bootstrap_servers, unique_name, second + resent)
+    r = runner(str(shared))
+    r.run(until_caught_up=True)
+    assert r.writer.count(unique_name) == truth.expected_unique
+    assert r.writer.count(unique_name, "attempt > 0") == 0
+    logs, snaps = PartitionStore(str(shared), f"dedup/{unique_name}/p0").listing()
+    assert snaps and logs  # carried over, then one changelog per range
+
+    # no cache left (as on a new executor): the shared state alone must reject them again
+    digest = local_cache_root(str(shared)).name
+    caches = list(Path(tempfile.gettempdir()).glob(f"blockmgr-*/streamsift-dedup-cache/{digest}"))
+    assert caches  # Spark's local dir of this process (SPARK_LOCAL_DIRS of its Python workers)
+    for cache in caches:
+        shutil.rmtree(cache)
+    produce(broker.bootstrap_servers, unique_name, resent)
+    r = runner(str(shared))
+    r.run(until_caught_up=True)
+    assert r.writer.count(unique_name) == truth.expected_unique
+    assert r.stats.as_dict()["duplicates"] == len(resent)
