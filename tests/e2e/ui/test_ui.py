@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,22 @@ def produce(
     for raw in extra:
         producer.produce(topic, key=b"bad", value=raw)
     assert producer.flush(30) == 0
+
+
+def wait_for_text(
+    page: Any, locator: Any, text: str, timeout_s: float = ROWS_TIMEOUT_MS / 1000
+) -> None:
+    """Wait until `locator` shows `text`; fail at once, with its error, if the pipeline fails."""
+    deadline = time.monotonic() + timeout_s
+    while (shown := locator.inner_text().strip()) != text:
+        failed = page.locator(".state.failed")
+        assert not failed.count(), (
+            f"the pipeline failed: {page.locator('.error-text, .message.error').all_inner_texts()}"
+        )
+        assert time.monotonic() < deadline, (
+            f"still {shown!r}, not {text!r}, after {timeout_s:.0f} s"
+        )
+        page.wait_for_timeout(500)
 
 
 def error_of(page: Any, field_id: str) -> Any:
@@ -196,7 +213,9 @@ def test_wizard_dedup_pipeline_deploys_counts_rows_stops_and_consumes_its_dlq(
     page.get_by_role("button", name="Add a computed field").click()
     page.get_by_label("Computed field 1 name").fill("user_upper")
     page.get_by_label("Computed field 1 expression (Spark SQL)").fill("upper(user.name)")
-    expect(page.get_by_test_id("transform-0-preview")).to_have_text(re.compile(r'on the sample event: "USER \d"'))
+    expect(page.get_by_test_id("transform-0-preview")).to_have_text(
+        re.compile(r'on the sample event: "USER \d"')
+    )
     page.get_by_label("Filter: keep events for which this is true").fill("n >= 0")
     expect(page.get_by_test_id("filter-preview")).to_have_text("keeps the sample event")
     shot(page, "wizard-4-transform")
@@ -227,7 +246,7 @@ def test_wizard_dedup_pipeline_deploys_counts_rows_stops_and_consumes_its_dlq(
     page.get_by_role("link", name="← All pipelines").click()
     row = page.locator(f"tr[data-pipeline='{name}']")
     # every event once, every repeat dropped, every malformed message a dead letter
-    expect(row.locator("[data-col=written]")).to_have_text(str(unique), timeout=ROWS_TIMEOUT_MS)
+    wait_for_text(page, row.locator("[data-col=written]"), str(unique))
     expect(row.locator("[data-col=duplicates]")).to_have_text(str(unique))
     expect(row.locator("[data-col=dlq]")).to_have_text(str(len(malformed)), timeout=30_000)
     expect(row.get_by_text("Running")).to_be_visible()
@@ -314,3 +333,73 @@ def test_bad_upload_lists_each_problem(page: Any) -> None:
     page.get_by_label("Or paste the document").fill("name: [unclosed\n")
     page.get_by_role("button", name="Create pipeline").click()
     expect(page.get_by_role("alert")).to_contain_text("line")
+
+
+def test_wizard_join_pipeline_writes_one_row_per_matching_pair(
+    page: Any, broker: Broker, unique_name: str, tmp_path: Path
+) -> None:
+    orders, users = f"{unique_name}_orders", f"{unique_name}_users"
+    now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    broker.create_topic(orders, partitions=1)
+    broker.create_topic(users, partitions=1)
+    for u in range(5):
+        user = {"user_id": f"u{u}", "name": f"user {u}", "updated_at": now}
+        producer.produce(users, key=f"u{u}".encode(), value=json.dumps(user).encode())
+    for i in range(20):
+        order = {
+            "order_id": f"o{i:03d}",
+            "user_id": f"u{i % 5}",
+            "amount": i + 0.5,
+            "created_at": now,
+        }
+        producer.produce(orders, key=f"o{i}".encode(), value=json.dumps(order).encode())
+    assert producer.flush(30) == 0
+
+    page.goto("/#/new")
+    page.get_by_label("Bootstrap servers").fill(broker.bootstrap_servers)
+    page.get_by_role("button", name="Next", exact=True).click()
+    page.get_by_label("Topic", exact=True).select_option(orders)
+    expect(page.get_by_test_id("sample-event")).to_contain_text('"order_id": "o000"')
+    page.get_by_role("button", name="Next", exact=True).click()
+    expect(page.get_by_label("order_id (string)")).to_be_checked()
+    page.get_by_role("button", name="Next", exact=True).click()
+
+    expect(page.get_by_role("heading", name="Join (optional)")).to_be_visible()
+    page.get_by_label("Join with a second topic").check()
+    page.get_by_label("Second topic", exact=True).select_option(users)
+    expect(page.get_by_test_id("right-sample-event")).to_contain_text('"name": "user ')
+    expect(page.get_by_label(f"Join key in {orders}")).to_have_value("user_id")
+    expect(page.get_by_label(f"Join key in {users}")).to_have_value("user_id")
+    page.get_by_label("inner").check()
+    expect(page.get_by_label(f"Name of {users}: name")).to_have_value("name")
+    page.get_by_label(f"Name of {users}: name").fill("user_name")
+    page.get_by_label(f"How long a {orders} event waits for a match").fill("2x")
+    expect(page.locator("#join-left-window-error")).to_contain_text("'2x' is not a duration")
+    page.get_by_label(f"How long a {orders} event waits for a match").fill("1h")
+    expect(page.locator("#join-left-window-error")).to_have_count(0)
+    shot(page, "wizard-join")
+    page.get_by_role("button", name="Next", exact=True).click()
+
+    # the filter sees the joined record, made of the two samples
+    page.get_by_label("Filter: keep events for which this is true").fill("amount >= 0")
+    expect(page.get_by_test_id("filter-preview")).to_have_text("keeps the sample event")
+    page.get_by_role("button", name="Next", exact=True).click()
+
+    page.get_by_label("Data directory").fill(str(tmp_path / "clickhouse"))
+    expect(page.get_by_label("Column for user_name")).to_have_value("user_name")
+    page.get_by_role("button", name="Next", exact=True).click()
+
+    name = f"join-{unique_name.replace('_', '-')}"[:60]
+    page.get_by_label("Pipeline name").fill(name)
+    review = page.get_by_test_id("review-yaml")
+    expect(review).to_contain_text("type: inner")
+    expect(review).to_contain_text("as: user_name")
+    page.get_by_role("button", name="Deploy").click()
+    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    # every order has its user: one row each, nothing in the DLQ
+    wait_for_text(page, page.locator("[data-figure=written]"), "20")
+    expect(page.locator("[data-figure=dlq]")).to_have_text("0")
+    page.get_by_role("button", name=f"terminate {name}").click()
+    page.get_by_role("dialog").get_by_role("button", name="Terminate").click()
+    expect(page.locator(".title-row .state")).to_have_text("Stopped", timeout=120_000)

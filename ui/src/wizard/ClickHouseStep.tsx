@@ -19,7 +19,8 @@ export function ClickHouseStep({ draft, update, err }: StepProps) {
       update((d) => {
         d.mapping = syncedMapping(d);
         if (d.dedup.enabled && d.dedup.mode !== "exact" && d.dedup.key.length) {
-          d.orderBy = d.dedup.key.map((k) => d.mapping.find((m) => m.field === k)?.column ?? columnName(k));
+          const columns = d.dedup.key.map((k) => d.mapping.find((m) => m.field === k)?.column);
+          d.orderBy = columns.every(Boolean) ? (columns as string[]) : [];
         } else d.orderBy = [];
       });
     }

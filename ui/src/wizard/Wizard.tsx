@@ -4,17 +4,19 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Message, errorWords } from "../components/ui";
-import { emptyDraft, problemsFor, problemText, validationDocument, type Draft } from "./draft";
+import { emptyDraft, problemsFor, problemText, validationDocument, wizardPath, type Draft } from "./draft";
+import { JoinStep } from "./JoinStep";
 import { KafkaStep, TopicStep } from "./sourceSteps";
 import { DedupStep, TransformStep } from "./shapeSteps";
 import { ClickHouseStep } from "./ClickHouseStep";
 import { ReviewStep } from "./ReviewStep";
 
-export const STEPS = ["kafka", "topic", "dedup", "transform", "clickhouse", "review"];
+export const STEPS = ["kafka", "topic", "dedup", "join", "transform", "clickhouse", "review"];
 const TITLES: Record<string, string> = {
   kafka: "Kafka connection",
   topic: "Topic and sample event",
   dedup: "Deduplication",
+  join: "Join (optional)",
   transform: "Filter and computed fields",
   clickhouse: "ClickHouse",
   review: "Review and deploy",
@@ -24,6 +26,7 @@ const STEP_PATHS: Record<string, string[]> = {
   kafka: ["source.bootstrap_servers", "source.security"],
   topic: ["source.topic", "source.schema", "source.start_from"],
   dedup: ["dedup"],
+  join: ["right", "join", "sources"],
   transform: ["transform", "filter"],
   clickhouse: ["sink"],
   review: [""],
@@ -54,7 +57,7 @@ export function Wizard() {
       setGeneral(null);
     } catch (e) {
       if (e instanceof ApiError && e.status === 422) {
-        found = e.problems.length ? e.problems : [e.message];
+        found = (e.problems.length ? e.problems : [e.message]).map(wizardPath);
         setGeneral(null);
       } else {
         setGeneral(errorWords(e));
@@ -116,6 +119,7 @@ export function Wizard() {
         {name === "kafka" && <KafkaStep {...props} />}
         {name === "topic" && <TopicStep {...props} />}
         {name === "dedup" && <DedupStep {...props} />}
+        {name === "join" && <JoinStep {...props} />}
         {name === "transform" && <TransformStep {...props} />}
         {name === "clickhouse" && <ClickHouseStep {...props} />}
         {name === "review" && <ReviewStep {...props} problems={problems} checked={checked} />}
@@ -138,6 +142,8 @@ function localProblem(d: Draft, step: string): string | null {
   if (step === "topic" && !d.fields.length) return "the schema needs at least one field: fetch a sample or add one";
   if (step === "dedup" && d.dedup.enabled && d.dedup.mode !== "exact" && !d.dedup.key.length)
     return "pick the key field(s) that identify an event, or turn deduplication off";
+  if (step === "join" && d.join.enabled && !d.join.right.topic) return "pick the second topic, or turn the join off";
+  if (step === "join" && d.join.enabled && (!d.join.leftKey || !d.join.rightKey)) return "pick the join key of each topic";
   if (step === "clickhouse" && !d.table) return "name the ClickHouse table";
   return null;
 }

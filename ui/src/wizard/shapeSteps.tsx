@@ -3,7 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Field, described, errorWords } from "../components/ui";
-import { FIELD_TYPES, type DedupMode, type Draft } from "./draft";
+import { FIELD_TYPES, sampleEvent, type DedupMode, type Draft } from "./draft";
 import type { StepProps } from "./Wizard";
 
 const MODES: [DedupMode, string][] = [
@@ -69,15 +69,15 @@ type Preview = { text: string; ok: boolean } | null;
 /** The API's evaluation of `expression` on the sample event, as you type (debounced). */
 function useEvaluation(draft: Draft, expression: string, type: string | undefined, extra: { fields: { name: string; type: string }[]; event: Record<string, unknown> }) {
   const [preview, setPreview] = useState<Preview>(null);
-  const event = draft.samples[0];
-  const key = JSON.stringify([expression, type, extra.fields, draft.fields, event ? 1 : 0]);
+  const sample = sampleEvent(draft);
+  const key = JSON.stringify([expression, type, extra.fields, sample]);
   useEffect(() => {
     if (!expression.trim()) { setPreview(null); return; }
-    if (!event) { setPreview({ ok: true, text: "no sample event to try it on" }); return; }
+    if (!sample) { setPreview({ ok: true, text: "no sample event to try it on" }); return; }
     let alive = true;
     const timer = setTimeout(async () => {
       try {
-        const r = await api.evaluate(expression, [...draft.fields, ...extra.fields], { ...event, ...extra.event }, type);
+        const r = await api.evaluate(expression, [...sample.fields, ...extra.fields], { ...sample.event, ...extra.event }, type);
         if (!alive) return;
         const value = JSON.stringify(r.value);
         const text = type === undefined

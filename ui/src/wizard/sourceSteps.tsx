@@ -1,7 +1,7 @@
 // Wizard steps 1-2: the Kafka connection (with Test connection), then the topic, its sample
 // event and the fields inferred from it (editable; nested fields as dot paths).
 import { useEffect, useState } from "preact/hooks";
-import { api } from "../api";
+import { api, type Inferred } from "../api";
 import { Field, Message, described, errorWords } from "../components/ui";
 import { FIELD_TYPES, kafkaConnection, type Draft } from "./draft";
 import type { StepProps } from "./Wizard";
@@ -65,7 +65,25 @@ export function KafkaStep({ draft, update, err }: StepProps) {
   );
 }
 
-export function TopicStep({ draft, update, err }: StepProps) {
+/** The parts of a source the topic picker fills: the draft itself (left source) or
+ * `draft.join.right`. */
+export interface SourceLike {
+  topic: string;
+  samples: Record<string, unknown>[];
+  fields: { name: string; type: string }[];
+  nullable: string[];
+  eventTime: string;
+}
+
+/** Pick a topic, fetch its sample events, infer the fields; edit them, pick the event time. */
+export function SourcePicker(props: StepProps & {
+  select: (d: Draft) => SourceLike;
+  idPrefix: string; // "" for the first source, "right-" for the joined one
+  pathPrefix: string; // "source" or "right": where its problems are reported
+  onSampled?: (d: Draft, inferred: Inferred, topic: string) => void;
+}) {
+  const { draft, update, err, select, idPrefix: ip, pathPrefix: pp } = props;
+  const src = select(draft);
   const [loading, setLoading] = useState<string | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
   const [shown, setShown] = useState(0);
@@ -85,7 +103,7 @@ export function TopicStep({ draft, update, err }: StepProps) {
   useEffect(() => { if (!draft.topics.length) loadTopics(); }, []);
 
   const pick = async (topic: string) => {
-    update((d) => { d.topic = topic; });
+    update((d) => { select(d).topic = topic; });
     if (!topic) return;
     setLoading(`Fetching sample events of ${topic}…`);
     setProblem(null);
@@ -94,7 +112,7 @@ export function TopicStep({ draft, update, err }: StepProps) {
       const values = sample.messages.filter((m) => !m.error && m.value && typeof m.value === "object" && !Array.isArray(m.value))
         .map((m) => m.value as Record<string, unknown>);
       if (!values.length) {
-        update((d) => { d.topic = topic; d.samples = []; });
+        update((d) => { select(d).topic = topic; select(d).samples = []; });
         setProblem(sample.messages.length
           ? `None of the first ${sample.messages.length} messages of ${topic} is a JSON object: add the fields by hand.`
           : `${topic} has no messages yet: add the fields by hand, or produce an event and pick the topic again.`);
@@ -103,21 +121,14 @@ export function TopicStep({ draft, update, err }: StepProps) {
       const inferred = await api.infer(values);
       setShown(0);
       update((d) => {
-        d.topic = topic;
-        d.samples = values;
-        d.fields = inferred.fields.map((f) => ({ name: f.name, type: f.type }));
-        d.nullable = inferred.fields.filter((f) => f.nullable).map((f) => f.name);
+        const s = select(d);
+        s.topic = topic;
+        s.samples = values;
+        s.fields = inferred.fields.map((f) => ({ name: f.name, type: f.type }));
+        s.nullable = inferred.fields.filter((f) => f.nullable).map((f) => f.name);
         const time = inferred.event_time_candidates.find((c) => c.kind !== "epoch_millis");
-        d.eventTime = time ? time.name : "";
-        // A topic that needs dedup holds repeats, so its sample may show no unique field:
-        // then an id-like field (event_id, id, ...) is the likely key.
-        const idLike = inferred.fields.find((f) => ["string", "int"].includes(f.type) && /(^|[._])id$/i.test(f.name));
-        d.dedup.key = inferred.dedup_key_candidates.slice(0, 1);
-        if (!d.dedup.key.length && idLike) d.dedup.key = [idLike.name];
-        d.mapping = [];
-        const base = topic.replace(/[^A-Za-z0-9_]/g, "_");
-        if (!d.table) d.table = base;
-        if (!d.name) d.name = `${topic.replace(/[^A-Za-z0-9_-]/g, "-")}-pipeline`.replace(/^[^A-Za-z0-9]+/, "");
+        s.eventTime = time ? time.name : "";
+        props.onSampled?.(d, inferred, topic);
       });
     } catch (e) {
       setProblem(`Could not read ${topic}: ${errorWords(e)}`);
@@ -126,13 +137,14 @@ export function TopicStep({ draft, update, err }: StepProps) {
     }
   };
 
-  const timeFields = draft.fields.filter((f) => ["timestamp", "int", "float"].includes(f.type));
-  const sample = draft.samples[shown];
+  const timeFields = src.fields.filter((f) => ["timestamp", "int", "float"].includes(f.type));
+  const sample = src.samples[shown];
+  const timeErr = err(`${pp}.schema.event_time`) ?? err(`${pp}.schema: event_time`);
   return (
     <>
       <div class="inline">
-        <Field id="topic" label="Topic" error={err("source.topic")}>
-          <select {...described("topic", err("source.topic"))} data-problem-path="source.topic" value={draft.topic}
+        <Field id={`${ip}topic`} label={ip ? "Second topic" : "Topic"} error={err(`${pp}.topic`)}>
+          <select {...described(`${ip}topic`, err(`${pp}.topic`))} data-problem-path={`${pp}.topic`} value={src.topic}
             onChange={(e) => pick(e.currentTarget.value)}>
             <option value="">— pick a topic —</option>
             {draft.topics.map((t) => <option key={t.name} value={t.name}>{t.name} ({t.partitions} partition{t.partitions === 1 ? "" : "s"})</option>)}
@@ -140,6 +152,83 @@ export function TopicStep({ draft, update, err }: StepProps) {
         </Field>
         <button type="button" onClick={loadTopics}>Refresh topics</button>
       </div>
+      {loading && <Message kind="info">{loading}</Message>}
+      {problem && <Message kind="error">{problem}</Message>}
+      {sample && (
+        <div class="sample">
+          <div class="title-row">
+            <h3 id={`${ip}sample-title`}>Sample event {shown + 1} of {src.samples.length}</h3>
+            <div class="buttons">
+              <button type="button" disabled={shown === 0} onClick={() => setShown(shown - 1)}>Previous event</button>
+              <button type="button" disabled={shown >= src.samples.length - 1} onClick={() => setShown(shown + 1)}>Next event</button>
+            </div>
+          </div>
+          <pre aria-labelledby={`${ip}sample-title`} tabIndex={0} data-testid={`${ip}sample-event`}>{JSON.stringify(sample, null, 2)}</pre>
+        </div>
+      )}
+      {src.topic && (
+        <fieldset>
+          <legend>Fields (nested fields as dot paths, e.g. user.id)</legend>
+          {src.fields.map((f, i) => {
+            const base = `${pp}.schema.fields[${i}]`;
+            const nameErr = err(`${base}.name`) ?? err(base);
+            const typeErr = err(`${base}.type`);
+            const label = `${ip ? "Second topic's field" : "Field"} ${i + 1}`;
+            return (
+              <div class="row" key={i}>
+                <Field id={`${ip}field-${i}-name`} label={`${label} name`} error={nameErr}>
+                  <input {...described(`${ip}field-${i}-name`, nameErr)} data-problem-path={`${base}.name`}
+                    value={f.name} spellcheck={false}
+                    onInput={(e) => update((d) => { select(d).fields[i].name = e.currentTarget.value; })} />
+                </Field>
+                <Field id={`${ip}field-${i}-type`} label={`${label} type`} error={typeErr}>
+                  <select {...described(`${ip}field-${i}-type`, typeErr)} data-problem-path={`${base}.type`}
+                    value={f.type} onChange={(e) => update((d) => { select(d).fields[i].type = e.currentTarget.value; })}>
+                    {FIELD_TYPES.map((t) => <option key={t} value={t}>{t}</option>)}
+                  </select>
+                </Field>
+                <button type="button" class="remove" aria-label={`remove ${ip ? "second topic's " : ""}field ${f.name || i + 1}`}
+                  onClick={() => update((d) => { select(d).fields.splice(i, 1); })}>Remove</button>
+              </div>
+            );
+          })}
+          <button type="button" onClick={() => update((d) => { select(d).fields.push({ name: "", type: "string" }); })}>Add a field</button>
+          {err(`${pp}.schema.fields`) && <Message kind="error">{err(`${pp}.schema.fields`)}</Message>}
+        </fieldset>
+      )}
+      {src.topic && (
+        <Field id={`${ip}event-time`} label={ip ? "Second topic's event time field" : "Event time field"} error={timeErr}
+          help="Windows run on it. Without one, the Kafka message timestamp is used.">
+          <select {...described(`${ip}event-time`, timeErr, true)} data-problem-path={`${pp}.schema`} value={src.eventTime}
+            onChange={(e) => update((d) => { select(d).eventTime = e.currentTarget.value; })}>
+            <option value="">the Kafka message timestamp</option>
+            {timeFields.map((f) => <option key={f.name} value={f.name}>{f.name} ({f.type})</option>)}
+          </select>
+        </Field>
+      )}
+    </>
+  );
+}
+
+/** A likely dedup key: a field unique in the sample, else an id-like one (a topic that
+ * needs dedup holds repeats, so its sample may show no unique field). */
+export function likelyKey(inferred: Inferred): string[] {
+  const idLike = inferred.fields.find((f) => ["string", "int"].includes(f.type) && /(^|[._])id$/i.test(f.name));
+  const key = inferred.dedup_key_candidates.slice(0, 1);
+  return key.length ? key : idLike ? [idLike.name] : [];
+}
+
+export function TopicStep(props: StepProps) {
+  const { draft, update, err } = props;
+  return (
+    <>
+      <SourcePicker {...props} select={(d) => d} idPrefix="" pathPrefix="source"
+        onSampled={(d, inferred, topic) => {
+          d.dedup.key = likelyKey(inferred);
+          d.mapping = [];
+          if (!d.table) d.table = topic.replace(/[^A-Za-z0-9_]/g, "_");
+          if (!d.name) d.name = `${topic.replace(/[^A-Za-z0-9_-]/g, "-")}-pipeline`.replace(/^[^A-Za-z0-9]+/, "");
+        }} />
       <Field id="start-from" label="Start from" error={err("source.start_from")}>
         <select {...described("start-from")} value={draft.startFrom}
           onChange={(e) => update((d) => { d.startFrom = e.currentTarget.value as "earliest" | "latest"; })}>
@@ -147,59 +236,6 @@ export function TopicStep({ draft, update, err }: StepProps) {
           <option value="latest">latest: only messages produced after the start</option>
         </select>
       </Field>
-      {loading && <Message kind="info">{loading}</Message>}
-      {problem && <Message kind="error">{problem}</Message>}
-      {sample && (
-        <div class="sample">
-          <div class="title-row">
-            <h3 id="sample-title">Sample event {shown + 1} of {draft.samples.length}</h3>
-            <div class="buttons">
-              <button type="button" disabled={shown === 0} onClick={() => setShown(shown - 1)}>Previous event</button>
-              <button type="button" disabled={shown >= draft.samples.length - 1} onClick={() => setShown(shown + 1)}>Next event</button>
-            </div>
-          </div>
-          <pre aria-labelledby="sample-title" tabIndex={0} data-testid="sample-event">{JSON.stringify(sample, null, 2)}</pre>
-        </div>
-      )}
-      {draft.topic && (
-        <fieldset>
-          <legend>Fields (nested fields as dot paths, e.g. user.id)</legend>
-          {draft.fields.map((f, i) => {
-            const nameErr = err(`source.schema.fields[${i}].name`) ?? err(`source.schema.fields[${i}]`);
-            const typeErr = err(`source.schema.fields[${i}].type`);
-            return (
-              <div class="row" key={i}>
-                <Field id={`field-${i}-name`} label={`Field ${i + 1} name`} error={nameErr}>
-                  <input {...described(`field-${i}-name`, nameErr)} data-problem-path={`source.schema.fields[${i}].name`}
-                    value={f.name} spellcheck={false}
-                    onInput={(e) => update((d) => { d.fields[i].name = e.currentTarget.value; })} />
-                </Field>
-                <Field id={`field-${i}-type`} label={`Field ${i + 1} type`} error={typeErr}>
-                  <select {...described(`field-${i}-type`, typeErr)} data-problem-path={`source.schema.fields[${i}].type`}
-                    value={f.type} onChange={(e) => update((d) => { d.fields[i].type = e.currentTarget.value; })}>
-                    {FIELD_TYPES.map((t) => <option key={t} value={t}>{t}</option>)}
-                  </select>
-                </Field>
-                <button type="button" class="remove" aria-label={`remove field ${f.name || i + 1}`}
-                  onClick={() => update((d) => { d.fields.splice(i, 1); })}>Remove</button>
-              </div>
-            );
-          })}
-          <button type="button" onClick={() => update((d) => { d.fields.push({ name: "", type: "string" }); })}>Add a field</button>
-          {err("source.schema.fields") && <Message kind="error">{err("source.schema.fields")}</Message>}
-        </fieldset>
-      )}
-      {draft.topic && (
-        <Field id="event-time" label="Event time field" error={err("source.schema.event_time") ?? err("source.schema: event_time")}
-          help="The dedup window runs on it. Without one, the Kafka message timestamp is used.">
-          <select {...described("event-time", err("source.schema.event_time") ?? err("source.schema: event_time"), true)}
-            data-problem-path="source.schema" value={draft.eventTime}
-            onChange={(e) => update((d) => { d.eventTime = e.currentTarget.value; })}>
-            <option value="">the Kafka message timestamp</option>
-            {timeFields.map((f) => <option key={f.name} value={f.name}>{f.name} ({f.type})</option>)}
-          </select>
-        </Field>
-      )}
     </>
   );
 }
