@@ -214,6 +214,15 @@ export interface DeadLetter {
   payload_base64: string | null;
 }
 
+export interface TableRows {
+  table: string;
+  exists: boolean;
+  count: number;
+  columns: string[];
+  order: string | null;
+  rows: unknown[][];
+}
+
 export interface ReplayResult {
   replayed: number;
   still_failing: number;
@@ -230,6 +239,7 @@ export const api = {
   pipeline: (pid: string) => get<Pipeline>(id(pid)),
   status: (pid: string) => get<Status>(`${id(pid)}/status`),
   history: (pid: string) => get<StatusChange[]>(`${id(pid)}/history`),
+  rows: (pid: string, limit = 10) => get<TableRows>(`${id(pid)}/rows?limit=${limit}`),
   document: (pid: string) => get<Record<string, unknown>>(`${id(pid)}/document`),
   action: (pid: string, action: "stop" | "terminate" | "resume") =>
     post<Pipeline>(`${id(pid)}/${action}`),

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from confluent_kafka import Producer
 from fastapi.testclient import TestClient
@@ -141,6 +142,8 @@ def test_wizard_shows_each_problem_next_to_its_field_on_a_phone(
     window.fill("1h")
     expect(error_of(page, "dedup-window")).to_have_count(0)
     page.get_by_role("button", name="Next", exact=True).click()
+    expect(page.get_by_role("heading", name="Join (optional)")).to_be_visible()
+    page.get_by_role("button", name="Next", exact=True).click()
 
     expect(page.get_by_role("heading", name="Filter and computed fields")).to_be_visible()
     flt = page.get_by_label("Filter: keep events for which this is true")
@@ -177,7 +180,7 @@ def test_wizard_shows_each_problem_next_to_its_field_on_a_phone(
 
 
 def test_wizard_dedup_pipeline_deploys_counts_rows_stops_and_consumes_its_dlq(
-    page: Any, broker: Broker, unique_name: str, tmp_path: Path
+    page: Any, broker: Broker, unique_name: str, tmp_path: Path, ui_server: str
 ) -> None:
     topic = unique_name
     unique, malformed = 40, (b"{not json", b"[1, 2]", b"")
@@ -208,6 +211,8 @@ def test_wizard_dedup_pipeline_deploys_counts_rows_stops_and_consumes_its_dlq(
     expect(page.get_by_text("First wins: the first event with a key is written")).to_be_visible()
     page.get_by_label("Time window").fill("1h")
     shot(page, "wizard-3-dedup")
+    page.get_by_role("button", name="Next", exact=True).click()
+    expect(page.get_by_label("Join with a second topic")).not_to_be_checked()
     page.get_by_role("button", name="Next", exact=True).click()
 
     page.get_by_role("button", name="Add a computed field").click()
@@ -276,6 +281,15 @@ def test_wizard_dedup_pipeline_deploys_counts_rows_stops_and_consumes_its_dlq(
     page.get_by_role("link", name=f"← {name}").click()
     expect(page.locator("[data-figure=written]")).to_have_text(str(unique))
     expect(page.get_by_test_id("definition")).to_contain_text(f"topic: {topic}")
+    # the table's rows (GET .../rows): all of them counted, the newest 10 shown
+    expect(page.locator("[data-figure=table-rows]")).to_have_text(str(unique))
+    expect(page.get_by_test_id("newest-rows").locator("tbody tr")).to_have_count(10)
+    expect(page.get_by_test_id("newest-rows")).to_contain_text("USER ")
+    answer = httpx.get(f"{ui_server}/api/v1/pipelines/{name}/rows?limit=100", timeout=30).json()
+    assert answer["count"] == unique and answer["order"] == "created_at"
+    assert sorted(r[answer["columns"].index("event_id")] for r in answer["rows"]) == [
+        f"e{i:04d}" for i in range(unique)
+    ]
     shot(page, "pipeline")
 
 

@@ -25,6 +25,7 @@ export function PipelinePage({ id }: { id: string }) {
     return { pipeline, status };
   }, POLL_MS, [id]);
   const doc = usePoll(() => api.document(id), 30_000, [id]);
+  const table = usePoll(() => api.rows(id, 10), 5_000, [id]);
   const history = usePoll<StatusChange[]>(() => api.history(id), 5_000, [id]);
 
   function record(s: Status) {
@@ -75,6 +76,26 @@ export function PipelinePage({ id }: { id: string }) {
         <Chart title="Lag" unit="messages" times={times} values={lags} />
       </div>
       <p class="muted">Charts cover the last {WINDOW_S / 60} minutes this page was open.</p>
+      <h2 id="rows-title">Rows in ClickHouse{table.data ? `: ${table.data.table}` : ""}</h2>
+      {table.error && <Message kind="error">{table.error}</Message>}
+      {table.data && !table.data.exists && <p class="muted">The table does not exist yet: the pipeline creates it when it starts.</p>}
+      {table.data?.exists && (
+        <>
+          <p><span data-figure="table-rows">{fmt.int(table.data.count)}</span> rows in the table{table.data.rows.length ? `; the newest ${table.data.rows.length}${table.data.order ? ` by ${table.data.order}` : ""}:` : "."}</p>
+          {table.data.rows.length > 0 && (
+            <div class="table-wrap">
+              <table aria-labelledby="rows-title" data-testid="newest-rows">
+                <thead><tr>{table.data.columns.map((c) => <th scope="col" key={c}>{c}</th>)}</tr></thead>
+                <tbody>
+                  {table.data.rows.map((r, i) => (
+                    <tr key={i}>{r.map((v, j) => <td key={j}>{v === null ? <span class="muted">NULL</span> : typeof v === "object" ? JSON.stringify(v) : String(v)}</td>)}</tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </>
+      )}
       <h2>Recent micro-batches</h2>
       {batches.current.length === 0 ? <p class="muted">None seen yet.</p> : (
         <div class="table-wrap">
