@@ -100,7 +100,7 @@ function Letters({ letters, label }: { letters: DeadLetter[]; label: string }) {
             {l.replay_attempts > 0 && ` · ${l.replay_attempts} replay(s)`}
           </div>
           <div class="error-text">{l.error}</div>
-          <pre class="payload">{l.payload ?? `(not UTF-8, base64) ${l.payload_base64 ?? ""}`}</pre>
+          <pre class="payload">{l.payload === "" ? "(empty message)" : l.payload ?? `(not UTF-8, base64) ${l.payload_base64 ?? ""}`}</pre>
         </li>
       ))}
     </ul>
