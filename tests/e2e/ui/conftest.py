@@ -82,7 +82,7 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-def _watched_page(browser: Any, base_url: str, width: int, height: int) -> tuple[Any, Any, Watch]:
+def watched_page(browser: Any, base_url: str, width: int, height: int) -> tuple[Any, Any, Watch]:
     context = browser.new_context(
         base_url=base_url, viewport={"width": width, "height": height}, accept_downloads=True
     )
@@ -122,7 +122,7 @@ def _watched_page(browser: Any, base_url: str, width: int, height: int) -> tuple
 @pytest.fixture
 def page(browser: Any, ui_server: str) -> Iterator[Any]:
     """A page 1280 px wide, watched (see the module's docstring)."""
-    context, p, watch = _watched_page(browser, ui_server, 1280, 900)
+    context, p, watch = watched_page(browser, ui_server, 1280, 900)
     yield p
     context.close()
     watch.check()
@@ -131,7 +131,7 @@ def page(browser: Any, ui_server: str) -> Iterator[Any]:
 @pytest.fixture
 def phone_page(browser: Any, ui_server: str) -> Iterator[Any]:
     """A page 390 px wide (a phone), watched the same way."""
-    context, p, watch = _watched_page(browser, ui_server, 390, 844)
+    context, p, watch = watched_page(browser, ui_server, 390, 844)
     yield p
     context.close()
     watch.check()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import _watched_page, shot
+from .conftest import shot, watched_page
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -46,7 +46,7 @@ def test_serve_demo_shows_a_running_pipeline_with_rows_and_duplicates(
         assert "demo: broker at 127.0.0.1:" in text and "pipeline demo-dedup" in text
         url = next(x for x in text.splitlines() if x.startswith("listening on")).split()[2]
 
-        context, page, watch = _watched_page(browser, url, 1280, 900)
+        context, page, watch = watched_page(browser, url, 1280, 900)
         try:
             page.goto("/")
             row = page.locator("tr[data-pipeline='demo-dedup']")
@@ -57,7 +57,8 @@ def test_serve_demo_shows_a_running_pipeline_with_rows_and_duplicates(
                 page.wait_for_timeout(1000)
             shot(page, "demo-pipelines")
             row.get_by_role("link", name="demo-dedup", exact=True).click()
-            page.wait_for_timeout(12_000)  # a few points on the charts
+            expect(page.get_by_test_id("newest-rows").locator("tbody tr")).to_have_count(10)
+            page.wait_for_timeout(6_000)  # a few points on the charts
             shot(page, "demo-pipeline")
         finally:
             context.close()

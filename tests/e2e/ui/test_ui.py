@@ -20,12 +20,13 @@ import pytest
 from confluent_kafka import Producer
 from fastapi.testclient import TestClient
 
+from api_server import ServerThread
 from streamsift.api.app import create_app
 from streamsift.api.routers import ui as ui_router
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker, free_port
 
-from .conftest import no_sideways_scroll, shot
+from .conftest import no_sideways_scroll, shot, watched_page
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -417,3 +418,21 @@ def test_wizard_join_pipeline_writes_one_row_per_matching_pair(
     page.get_by_role("button", name=f"terminate {name}").click()
     page.get_by_role("dialog").get_by_role("button", name="Terminate").click()
     expect(page.locator(".title-row .state")).to_have_text("Stopped", timeout=120_000)
+
+
+def test_ui_asks_for_the_token_of_a_server_that_has_one(browser: Any, tmp_path: Path) -> None:
+    settings = ServiceSettings(data_dir=tmp_path / "data", token="ui-token-5Rk2")
+    with ServerThread(create_app(settings)) as server:
+        context, page, watch = watched_page(browser, server.url, 1280, 900)
+        try:
+            page.goto("/")
+            expect(page.get_by_role("heading", name="This server needs a token")).to_be_visible()
+            page.get_by_label("API token").fill("wrong")
+            page.get_by_label("API token").press("Enter")
+            expect(page.get_by_role("heading", name="This server needs a token")).to_be_visible()
+            page.get_by_label("API token").fill("ui-token-5Rk2")
+            page.get_by_role("button", name="Use this token").click()
+            expect(page.get_by_text("No pipelines yet.")).to_be_visible()
+        finally:
+            context.close()
+        watch.check()
