@@ -69,8 +69,10 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                         httpx.post(f"{server.url}/api/v1/pipelines/{p['id']}/terminate", timeout=60)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one module. Not for the session: Playwright's sync API keeps an event
+    loop running in this thread while it is open, and later modules' `asyncio.run` fail."""
     executable = shutil.which("chromium")
     if executable is None:
         pytest.fail(
@@ -119,22 +121,29 @@ def watched_page(browser: Any, base_url: str, width: int, height: int) -> tuple[
     return context, page, watch
 
 
+@contextlib.contextmanager
+def open_page(browser: Any, base_url: str, width: int, height: int) -> Iterator[Any]:
+    """A watched page (see the module's docstring), checked when it is closed."""
+    context, p, watch = watched_page(browser, base_url, width, height)
+    try:
+        yield p
+    finally:
+        context.close()
+    watch.check()
+
+
 @pytest.fixture
 def page(browser: Any, ui_server: str) -> Iterator[Any]:
-    """A page 1280 px wide, watched (see the module's docstring)."""
-    context, p, watch = watched_page(browser, ui_server, 1280, 900)
-    yield p
-    context.close()
-    watch.check()
+    """A page 1280 px wide."""
+    with open_page(browser, ui_server, 1280, 900) as p:
+        yield p
 
 
 @pytest.fixture
 def phone_page(browser: Any, ui_server: str) -> Iterator[Any]:
-    """A page 390 px wide (a phone), watched the same way."""
-    context, p, watch = watched_page(browser, ui_server, 390, 844)
-    yield p
-    context.close()
-    watch.check()
+    """A page 390 px wide (a phone)."""
+    with open_page(browser, ui_server, 390, 844) as p:
+        yield p
 
 
 def shot(page: Any, name: str) -> Path:
@@ -151,3 +160,14 @@ def no_sideways_scroll(page: Any) -> None:
         "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
     )
     assert scroll <= width, f"the page is {scroll} px wide in a {width} px window"
+
+
+def every_control_labelled(page: Any) -> None:
+    """Every input, select, textarea and button on the page has a name a screen reader says."""
+    unnamed = page.evaluate(
+        """() => [...document.querySelectorAll('input, select, textarea, button')]
+          .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+                         && !(e.tagName === 'BUTTON' && e.textContent.trim()))
+          .map((e) => e.outerHTML.slice(0, 160))"""
+    )
+    assert not unnamed, f"controls without a label: {unnamed}"

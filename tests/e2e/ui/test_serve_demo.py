@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import shot, watched_page
+from .conftest import open_page, shot
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -46,8 +46,7 @@ def test_serve_demo_shows_a_running_pipeline_with_rows_and_duplicates(
         assert "demo: broker at 127.0.0.1:" in text and "pipeline demo-dedup" in text
         url = next(x for x in text.splitlines() if x.startswith("listening on")).split()[2]
 
-        context, page, watch = watched_page(browser, url, 1280, 900)
-        try:
+        with open_page(browser, url, 1280, 900) as page:
             page.goto("/")
             row = page.locator("tr[data-pipeline='demo-dedup']")
             expect(row.get_by_text("Running")).to_be_visible(timeout=120_000)
@@ -60,9 +59,6 @@ def test_serve_demo_shows_a_running_pipeline_with_rows_and_duplicates(
             expect(page.get_by_test_id("newest-rows").locator("tbody tr")).to_have_count(10)
             page.wait_for_timeout(6_000)  # a few points on the charts
             shot(page, "demo-pipeline")
-        finally:
-            context.close()
-        watch.check()
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
