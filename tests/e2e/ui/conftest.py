@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,9 +53,10 @@ class Watch:
         assert not self.server_errors, f"5xx answers: {self.server_errors}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The UI's server (no token); its URL. Pipelines left running are terminated at the end."""
+    """The UI's server (no token) for one module; its URL. At the end its pipelines are
+    terminated and waited for, so its workers and ClickHouse endpoints end with it."""
     if not (Path(__file__).resolve().parents[3] / "src/streamsift/ui/static/index.html").is_file():
         pytest.fail("the UI is not built: run `make setup` (npm ci + npm run build in ui/)")
     data = tmp_path_factory.mktemp("ui-serve") / "data"
@@ -63,10 +65,21 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         try:
             yield server.url
         finally:
-            with contextlib.suppress(httpx.HTTPError):
-                for p in httpx.get(f"{server.url}/api/v1/pipelines", timeout=30).json():
-                    if p["state"] not in ("Stopped", "Failed"):
-                        httpx.post(f"{server.url}/api/v1/pipelines/{p['id']}/terminate", timeout=60)
+            _terminate_all(server.url)
+
+
+def _terminate_all(url: str) -> None:
+    """Terminate every pipeline not at rest and wait (at most a minute) until none runs."""
+    api = f"{url}/api/v1/pipelines"
+    with contextlib.suppress(httpx.HTTPError):
+        for p in httpx.get(api, timeout=30).json():
+            if p["state"] not in ("Stopped", "Failed"):
+                httpx.post(f"{api}/{p['id']}/terminate", timeout=60)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(
+            p["state"] not in ("Stopped", "Failed") for p in httpx.get(api, timeout=30).json()
+        ):
+            time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
