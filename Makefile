@@ -1,16 +1,21 @@
 # streamsift: `make demo` runs a dedup pipeline end to end; `make test` runs the test suite.
 # Both create or refresh .venv from pyproject.toml first (idempotent: re-installs only when
-# pyproject.toml changes) and check for Java, which Spark needs.
+# pyproject.toml changes), check for Java, which Spark needs, and build the web UI (ui/ ->
+# src/streamsift/ui/static/; again only when its sources or lock file change). `make test`
+# also makes sure Debian's chromium is there for the UI's browser tests.
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml 2>/dev/null | cut -c1-12)
 PYTEST_ARGS ?=
+UI_BUILT := src/streamsift/ui/static/index.html
+UI_SOURCES := $(shell find ui/src -type f 2>/dev/null) ui/index.html ui/package.json \
+	ui/package-lock.json ui/tsconfig.json ui/vite.config.ts
 
-.PHONY: setup demo test lint clean java
+.PHONY: setup demo test lint clean java ui browser
 
-setup: $(STAMP) java
+setup: $(STAMP) java ui
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed: install python3.11 (apt-get install python3.11 python3.11-venv)")'
@@ -24,10 +29,19 @@ $(STAMP): pyproject.toml
 java:
 	@bash scripts/ensure-java.sh
 
+ui: $(UI_BUILT)
+
+$(UI_BUILT): $(UI_SOURCES)
+	bash scripts/build-ui.sh
+	@touch $@
+
+browser:
+	@bash scripts/ensure-chromium.sh
+
 demo: setup
 	$(VENV)/bin/streamsift demo
 
-test: setup
+test: setup browser
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -38,4 +52,4 @@ lint: setup
 	$(VENV)/bin/ruff format --check src tests
 
 clean:
-	rm -rf $(VENV) .streamsift .pytest_cache .ruff_cache
+	rm -rf $(VENV) .streamsift .pytest_cache .ruff_cache ui/node_modules src/streamsift/ui/static

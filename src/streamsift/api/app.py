@@ -28,6 +28,7 @@ from streamsift.api.routers import (
     metrics,
     pipelines,
     schemas,
+    ui,
     validation,
 )
 from streamsift.api.routers import glassflow as glassflow_api
@@ -120,4 +121,6 @@ def create_app(
     for router in (validation, pipelines, dlq, connections, schemas, expressions, metrics):
         app.include_router(router.router, dependencies=auth, responses=ERROR_RESPONSES)
     glassflow_api.include(app, auth, ERROR_RESPONSES)  # GlassFlow's API: /api/v1/pipeline...
+    # The web UI's files (no token: they hold no data; the UI sends the token to the API).
+    app.include_router(ui.router)
     return app

@@ -79,6 +79,17 @@ class StatusChangeModel(_Answer):
     note: str | None
 
 
+class TableRowsModel(_Answer):
+    """The pipeline's ClickHouse table: its row count and newest rows."""
+
+    table: str
+    exists: bool = Field(description="false until the pipeline has created its table")
+    count: int = Field(description="rows in the table")
+    columns: list[str] = Field(description="the mapped columns, in mapping order")
+    order: str | None = Field(description="the event-time column rows are newest-first by")
+    rows: list[list[Any]] = Field(description="the newest rows, one value per column")
+
+
 # ---------------------------------------------------------------------------- dead letters
 
 

@@ -62,13 +62,17 @@ def register(subparsers: Any) -> None:
         help="Spark master the service's pipelines run on, e.g. spark://host:7077 (default: "
         "$STREAMSIFT_SPARK_MASTER, else each pipeline's runtime.master, else local[2])",
     )
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="also start the bundled Kafka broker, a generator of events with duplicates and "
+        "a dedup pipeline into the embedded ClickHouse: open the web UI and watch it run",
+    )
     p.add_argument("--verbose", action="store_true", help="debug logging, and uvicorn's access log")
     p.set_defaults(func=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from streamsift.api.app import create_app
     from streamsift.api.settings import ServiceSettings
 
@@ -101,10 +105,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "is another server on that port? pick another with --port",
             code=1,
         )
+    try:
+        if args.demo:
+            from streamsift.cli.serve_demo import demo_backdrop
+
+            with demo_backdrop(settings.data_dir) as (service, what):
+                print(what, file=sys.stderr, flush=True)
+                _serve(create_app(settings, service), sock, settings, args.verbose)
+        else:
+            _serve(create_app(settings), sock, settings, args.verbose)
+    finally:
+        sock.close()
+    print("streamsift serve: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def _serve(app: Any, sock: socket.socket, settings: Any, verbose: bool) -> None:
+    """Run `app` under uvicorn on `sock` until Ctrl-C or SIGTERM."""
+    import uvicorn
+
     config = uvicorn.Config(
-        create_app(settings),
-        log_level="debug" if args.verbose else "warning",
-        access_log=args.verbose,
+        app,
+        log_level="debug" if verbose else "warning",
+        access_log=verbose,
         lifespan="on",
     )
     server = uvicorn.Server(config)
@@ -113,15 +136,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: None)
     port = sock.getsockname()[1]
+    token = "token required" if settings.token is not None else "no token"
     print(
-        f"listening on http://{settings.host}:{port} (data dir {settings.data_dir}, "
-        f"{'token required' if token else 'no token'})",
+        f"listening on http://{settings.host}:{port} (data dir {settings.data_dir}, {token})",
         file=sys.stderr,
         flush=True,
     )
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
-    print("streamsift serve: stopped", file=sys.stderr, flush=True)
-    return 0
+    server.run(sockets=[sock])

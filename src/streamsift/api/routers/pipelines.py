@@ -15,7 +15,15 @@ from fastapi import APIRouter, Path, Query, Response
 
 from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody, ServiceDep
 from streamsift.api.models import ErrorBody
-from streamsift.api.pipeline_models import PipelineModel, PipelineStatusModel, StatusChangeModel
+from streamsift.api.pipeline_models import (
+    PipelineModel,
+    PipelineStatusModel,
+    StatusChangeModel,
+    TableRowsModel,
+)
+from streamsift.config import parse_pipeline
+from streamsift.runtime.dead_letters import DlqNotFound
+from streamsift.runtime.table_preview import newest_rows
 
 CONFLICT = {
     409: {
@@ -114,3 +122,19 @@ def status(pipeline_id: PipelineId, service: ServiceDep) -> PipelineStatusModel:
 @router.get("/{pipeline_id}/history", summary="every change of state, oldest first")
 def history(pipeline_id: PipelineId, service: ServiceDep) -> list[StatusChangeModel]:
     return [StatusChangeModel.model_validate(c) for c in service.history(pipeline_id)]
+
+
+@router.get("/{pipeline_id}/rows", summary="rows in the pipeline's table, and the newest ones")
+def rows(
+    pipeline_id: PipelineId,
+    service: ServiceDep,
+    limit: Annotated[int, Query(ge=1, le=100, description="at most this many rows")] = 10,
+) -> TableRowsModel:
+    try:
+        return TableRowsModel.model_validate(newest_rows(service, pipeline_id, limit))
+    except DlqNotFound:  # not started yet: neither its table nor its DLQ table exists
+        sink = parse_pipeline(service.document(pipeline_id)).sink
+        columns = [m.column for m in sink.mapping]
+        return TableRowsModel(
+            table=sink.table, exists=False, count=0, columns=columns, order=None, rows=[]
+        )

@@ -1,0 +1,70 @@
+"""`streamsift serve --demo` as a new user runs it: within a minute the web UI shows the demo
+pipeline running with rows written and duplicates dropped; SIGTERM stops it all, exit 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import open_page, shot
+
+expect = pytest.importorskip("playwright.sync_api").expect
+
+pytestmark = [pytest.mark.integration, pytest.mark.ui]
+
+
+def _figure(page: Any, row: Any, column: str) -> int:
+    text = row.locator(f"[data-col={column}]").inner_text().replace(",", "")
+    return int(text) if text.isdigit() else 0
+
+
+def test_serve_demo_shows_a_running_pipeline_with_rows_and_duplicates(
+    browser: Any, tmp_path: Path
+) -> None:
+    log = tmp_path / "serve.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamsift.cli.main", "serve", "--demo", "--port", "0"]
+            + ["--data-dir", str(tmp_path / "data")],
+            stderr=err,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        deadline = time.monotonic() + 90
+        while "listening on" not in log.read_text():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"serve --demo did not listen: {log.read_text()}"
+            time.sleep(0.2)
+        text = log.read_text()
+        assert "demo: broker at 127.0.0.1:" in text and "pipeline demo-dedup" in text
+        url = next(x for x in text.splitlines() if x.startswith("listening on")).split()[2]
+
+        with open_page(browser, url, 1280, 900) as page:
+            page.goto("/")
+            row = page.locator("tr[data-pipeline='demo-dedup']")
+            expect(row.get_by_text("Running")).to_be_visible(timeout=120_000)
+            deadline = time.monotonic() + 180
+            while not (_figure(page, row, "written") > 0 and _figure(page, row, "duplicates") > 0):
+                assert time.monotonic() < deadline, "no rows or duplicates shown within 3 min"
+                page.wait_for_timeout(1000)
+            shot(page, "demo-pipelines")
+            row.get_by_role("link", name="demo-dedup", exact=True).click()
+            expect(page.get_by_test_id("newest-rows").locator("tbody tr")).to_have_count(10)
+            page.wait_for_timeout(6_000)  # a few points on the charts
+            shot(page, "demo-pipeline")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert code == 0, log.read_text()[-2000:]
+    assert "streamsift serve: stopped" in log.read_text()

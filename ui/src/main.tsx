@@ -1,0 +1,82 @@
+// The single page: a header, then the page the URL's hash names (#/, #/new, #/p/<id>, ...).
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { setToken, setUnauthorizedHandler } from "./api";
+import { PipelinesPage } from "./pages/PipelinesPage";
+import { PipelinePage } from "./pages/PipelinePage";
+import { DlqPage } from "./pages/DlqPage";
+import { UploadPage } from "./pages/UploadPage";
+import { Wizard } from "./wizard/Wizard";
+import "uplot/dist/uPlot.min.css";
+import "./styles.css";
+
+function useHash(): string {
+  const [hash, setHash] = useState(location.hash || "#/");
+  useEffect(() => {
+    const update = () => setHash(location.hash || "#/");
+    addEventListener("hashchange", update);
+    return () => removeEventListener("hashchange", update);
+  }, []);
+  return hash;
+}
+
+function TokenForm({ onDone }: { onDone: () => void }) {
+  const [value, setValue] = useState("");
+  return (
+    <form
+      class="card token"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setToken(value);
+        onDone();
+      }}
+    >
+      <h2>This server needs a token</h2>
+      <p>It was started with a token (<code>--token</code> or STREAMSIFT_API_TOKEN).</p>
+      <label for="token">API token</label>
+      <input id="token" type="password" value={value} autoComplete="off"
+        onInput={(e) => setValue(e.currentTarget.value)} />
+      <button type="submit" class="primary">Use this token</button>
+    </form>
+  );
+}
+
+function Page({ hash }: { hash: string }) {
+  const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (parts[0] === "new") return <Wizard />;
+  if (parts[0] === "upload") return <UploadPage />;
+  if (parts[0] === "p" && parts[1] && parts[2] === "dlq") return <DlqPage id={parts[1]} />;
+  if (parts[0] === "p" && parts[1]) return <PipelinePage id={parts[1]} />;
+  return <PipelinesPage />;
+}
+
+function App() {
+  const hash = useHash();
+  const [needToken, setNeedToken] = useState(false);
+  const [epoch, setEpoch] = useState(0);
+  useEffect(() => setUnauthorizedHandler(() => setNeedToken(true)), []);
+  const current = (prefix: string) =>
+    (prefix === "#/" ? hash === "#/" : hash.startsWith(prefix)) ? "page" : undefined;
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href="#/">streamsift</a>
+        <nav aria-label="main">
+          <a href="#/" aria-current={current("#/")}>Pipelines</a>
+          <a href="#/new" aria-current={current("#/new")}>New pipeline</a>
+          <a href="#/upload" aria-current={current("#/upload")}>Upload</a>
+          <a href="/docs">API</a>
+        </nav>
+      </header>
+      <main id="main">
+        {needToken ? (
+          <TokenForm onDone={() => { setNeedToken(false); setEpoch(epoch + 1); }} />
+        ) : (
+          <Page key={`${hash}:${epoch}`} hash={hash} />
+        )}
+      </main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById("app")!);

@@ -1,0 +1,132 @@
+// One pipeline: its figures, throughput and lag over the last minutes (sampled from its
+// status every 2 s while the page is open), recent micro-batches, its definition (secrets
+// as ***, downloadable as YAML) and its history.
+import { useRef, useState } from "preact/hooks";
+import YAML from "yaml";
+import { api, type Status, type StatusChange } from "../api";
+import { Chart } from "../components/Chart";
+import { Message, download, fmt, usePoll } from "../components/ui";
+import { PipelineActions } from "./actions";
+import { POLL_MS } from "./PipelinesPage";
+
+const WINDOW_S = 10 * 60;
+
+interface Sample { t: number; written: number; lag: number | null }
+interface Batch { at: string; duration: number | null; written: number; read: number }
+
+export function PipelinePage({ id }: { id: string }) {
+  const samples = useRef<Sample[]>([]);
+  const batches = useRef<Batch[]>([]);
+  const [problem, setProblem] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const { data, error, refresh } = usePoll(async () => {
+    const [pipeline, status] = await Promise.all([api.pipeline(id), api.status(id)]);
+    record(status);
+    return { pipeline, status };
+  }, POLL_MS, [id]);
+  const doc = usePoll(() => api.document(id), 30_000, [id]);
+  const table = usePoll(() => api.rows(id, 10), 5_000, [id]);
+  const history = usePoll<StatusChange[]>(() => api.history(id), 5_000, [id]);
+
+  function record(s: Status) {
+    const t = Date.now() / 1000;
+    samples.current = [...samples.current.filter((x) => x.t > t - WINDOW_S), { t, written: s.written, lag: s.lag }];
+    const last = batches.current[0];
+    if (s.last_batch_at && (!last || last.at !== s.last_batch_at)) {
+      batches.current = [{ at: s.last_batch_at, duration: s.last_batch_duration_ms, written: s.written, read: s.read }, ...batches.current].slice(0, 10);
+    }
+  }
+  const pts = samples.current;
+  const times = pts.slice(1).map((p) => p.t);
+  const rates = pts.slice(1).map((p, i) => Math.max(0, (p.written - pts[i].written) / (p.t - pts[i].t)));
+  const lags = pts.slice(1).map((p) => p.lag);
+  const s = data?.status;
+  const p = data?.pipeline;
+  const yaml = doc.data ? YAML.stringify(doc.data) : "";
+  return (
+    <section aria-labelledby="pipeline-title">
+      <p><a href="#/">← All pipelines</a></p>
+      <div class="title-row">
+        <h1 id="pipeline-title">{id}</h1>
+        {p && <span class={`state ${p.state.toLowerCase()}`}>{p.state}</span>}
+        {p && (
+          <PipelineActions id={id} state={p.state}
+            onDone={(a) => { if (a === "delete") location.hash = "#/"; else { setNotice(`${a} requested`); refresh(); } }}
+            onError={setProblem} />
+        )}
+      </div>
+      {error && <Message kind="error">{error}</Message>}
+      {problem && <Message kind="error">{problem}</Message>}
+      {notice && <Message kind="ok">{notice}</Message>}
+      {(p?.error || s?.error) && <Message kind="error">Last error: {p?.error ?? s?.error}{s?.hint ? ` (hint: ${s.hint})` : ""}</Message>}
+      {s && (
+        <dl class="figures">
+          <div><dt>Rows read</dt><dd data-figure="read">{fmt.int(s.read)}</dd></div>
+          <div><dt>Rows written</dt><dd data-figure="written">{fmt.int(s.written)}</dd></div>
+          <div><dt>Duplicates dropped</dt><dd data-figure="duplicates">{fmt.int(s.duplicates)}</dd></div>
+          <div><dt>Dead letters</dt><dd data-figure="dlq"><a href={`#/p/${encodeURIComponent(id)}/dlq`}>{fmt.int(s.dlq)}</a></dd></div>
+          <div><dt>Lag (messages)</dt><dd>{fmt.int(s.lag)}</dd></div>
+          <div><dt>Late events</dt><dd>{fmt.int(s.late)}</dd></div>
+          <div><dt>Micro-batches</dt><dd>{fmt.int(s.batches)}</dd></div>
+          <div><dt>Last micro-batch</dt><dd>{fmt.time(s.last_batch_at)}{s.last_batch_duration_ms != null ? `, ${s.last_batch_duration_ms} ms` : ""}</dd></div>
+        </dl>
+      )}
+      <div class="charts">
+        <Chart title="Rows written per second" unit="rows/s" times={times} values={rates} />
+        <Chart title="Lag" unit="messages" times={times} values={lags} />
+      </div>
+      <p class="muted">Charts cover the last {WINDOW_S / 60} minutes this page was open.</p>
+      <h2 id="rows-title">Rows in ClickHouse{table.data ? `: ${table.data.table}` : ""}</h2>
+      {table.error && <Message kind="error">{table.error}</Message>}
+      {table.data && !table.data.exists && <p class="muted">The table does not exist yet: the pipeline creates it when it starts.</p>}
+      {table.data?.exists && (
+        <>
+          <p><span data-figure="table-rows">{fmt.int(table.data.count)}</span> rows in the table{table.data.rows.length ? `; the newest ${table.data.rows.length}${table.data.order ? ` by ${table.data.order}` : ""}:` : "."}</p>
+          {table.data.rows.length > 0 && (
+            <div class="table-wrap">
+              <table aria-labelledby="rows-title" data-testid="newest-rows">
+                <thead><tr>{table.data.columns.map((c) => <th scope="col" key={c}>{c}</th>)}</tr></thead>
+                <tbody>
+                  {table.data.rows.map((r, i) => (
+                    <tr key={i}>{r.map((v, j) => <td key={j}>{v === null ? <span class="muted">NULL</span> : typeof v === "object" ? JSON.stringify(v) : String(v)}</td>)}</tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </>
+      )}
+      <h2>Recent micro-batches</h2>
+      {batches.current.length === 0 ? <p class="muted">None seen yet.</p> : (
+        <div class="table-wrap">
+          <table>
+            <thead><tr><th scope="col">Finished</th><th scope="col" class="num">Duration</th><th scope="col" class="num">Rows read (total)</th><th scope="col" class="num">Rows written (total)</th></tr></thead>
+            <tbody>
+              {batches.current.map((b) => (
+                <tr key={b.at}><td>{fmt.time(b.at)}</td><td class="num">{b.duration != null ? `${b.duration} ms` : "–"}</td><td class="num">{fmt.int(b.read)}</td><td class="num">{fmt.int(b.written)}</td></tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {s && Object.keys(s.lag_by_partition).length > 0 && (
+        <>
+          <h2>Lag by partition</h2>
+          <ul class="plain">{Object.entries(s.lag_by_partition).map(([k, v]) => <li key={k}><code>{k}</code>: {fmt.int(v)}</li>)}</ul>
+        </>
+      )}
+      <div class="title-row">
+        <h2 id="definition-title">Definition</h2>
+        <button type="button" disabled={!yaml} onClick={() => download(`${id}.yaml`, yaml)}>Download YAML</button>
+      </div>
+      {doc.error && <Message kind="error">{doc.error}</Message>}
+      <pre class="yaml" aria-labelledby="definition-title" tabIndex={0} data-testid="definition">{yaml}</pre>
+      <h2>History</h2>
+      <ul class="plain history">
+        {(history.data ?? []).slice().reverse().map((h) => (
+          <li key={h.at + h.to_state}>{fmt.dateTime(h.at)}: {h.from_state ?? "–"} → {h.to_state}{h.error ? `: ${h.error}` : ""}{h.note ? ` (${h.note})` : ""}</li>
+        ))}
+      </ul>
+    </section>
+  );
+}

@@ -1,0 +1,315 @@
+// What the wizard has gathered (the draft), and the pipeline document made from it.
+// The document is what the API validates and creates: the wizard holds no rules of its
+// own beyond sensible defaults; every check is the API's (POST /api/v1/pipelines/validate).
+
+export const FIELD_TYPES = ["string", "int", "float", "bool", "timestamp", "array", "map", "json"];
+export type DedupMode = "first" | "last" | "exact";
+
+export interface SchemaField {
+  name: string;
+  type: string;
+}
+export interface Transform {
+  name: string;
+  expression: string;
+  type: string;
+}
+export interface MappingRow {
+  field: string; // "" = not written (existing table: a column left to its default)
+  column: string;
+  type: string;
+}
+
+export interface OutputField {
+  from: "left" | "right";
+  field: string;
+  as: string;
+  on: boolean;
+}
+
+/** The second topic of a join and how the two meet. */
+export interface JoinDraft {
+  enabled: boolean;
+  right: {
+    topic: string;
+    samples: Record<string, unknown>[];
+    fields: SchemaField[];
+    nullable: string[];
+    eventTime: string;
+    dedup: { enabled: boolean; key: string; window: string };
+  };
+  type: "inner" | "left";
+  leftKey: string;
+  rightKey: string;
+  leftWindow: string;
+  rightWindow: string;
+  output: OutputField[];
+}
+
+export interface Draft {
+  name: string;
+  kafka: {
+    bootstrap_servers: string;
+    protocol: string;
+    mechanism: string;
+    username: string;
+    password: string;
+    ca_file: string;
+  };
+  topics: { name: string; partitions: number }[]; // from Test connection
+  topic: string;
+  nullable: string[]; // fields seen null or missing in the sample
+  startFrom: "earliest" | "latest";
+  samples: Record<string, unknown>[];
+  fields: SchemaField[];
+  eventTime: string; // "" = the Kafka message timestamp
+  dedup: { enabled: boolean; mode: DedupMode; key: string[]; window: string };
+  join: JoinDraft;
+  transforms: Transform[];
+  filter: string;
+  ch: {
+    kind: "embedded" | "server";
+    path: string;
+    host: string;
+    port: string;
+    username: string;
+    password: string;
+    database: string;
+    secure: boolean;
+  };
+  table: string;
+  tableMode: "create" | "existing";
+  mapping: MappingRow[];
+  orderBy: string[];
+}
+
+export function emptyDraft(): Draft {
+  return {
+    name: "",
+    kafka: { bootstrap_servers: "127.0.0.1:9092", protocol: "PLAINTEXT", mechanism: "PLAIN", username: "", password: "", ca_file: "" },
+    topics: [],
+    topic: "",
+    nullable: [],
+    startFrom: "earliest",
+    samples: [],
+    fields: [],
+    eventTime: "",
+    dedup: { enabled: true, mode: "first", key: [], window: "1h" },
+    join: {
+      enabled: false,
+      right: { topic: "", samples: [], fields: [], nullable: [], eventTime: "", dedup: { enabled: false, key: "", window: "1h" } },
+      type: "inner", leftKey: "", rightKey: "", leftWindow: "1h", rightWindow: "1h", output: [],
+    },
+    transforms: [],
+    filter: "",
+    ch: { kind: "embedded", path: ".streamsift/clickhouse", host: "", port: "8123", username: "default", password: "", database: "default", secure: false },
+    table: "",
+    tableMode: "create",
+    mapping: [],
+    orderBy: [],
+  };
+}
+
+const SASL = (protocol: string) => protocol.startsWith("SASL_");
+
+/** The Kafka connection as the API's connection routes take it. */
+export function kafkaConnection(d: Draft) {
+  const k = d.kafka;
+  const security: Record<string, unknown> = { protocol: k.protocol };
+  if (SASL(k.protocol)) Object.assign(security, { mechanism: k.mechanism, username: k.username, password: k.password });
+  if (k.ca_file.trim() && k.protocol.endsWith("SSL")) security.ca_file = k.ca_file.trim();
+  return { bootstrap_servers: k.bootstrap_servers.trim(), security } as any;
+}
+
+export function clickhouseConnection(d: Draft): Record<string, unknown> {
+  const c = d.ch;
+  if (c.kind === "embedded") return { path: c.path.trim() };
+  const conn: Record<string, unknown> = { host: c.host.trim(), username: c.username, database: c.database, secure: c.secure };
+  if (c.port.trim()) conn.port = c.port.trim();
+  if (c.password) conn.password = c.password;
+  return conn;
+}
+
+/** A default ClickHouse column type for a field type. */
+export function columnType(fieldType: string, nullable = false): string {
+  const base: Record<string, string> = {
+    string: "String", int: "Int64", float: "Float64", bool: "Bool",
+    timestamp: "DateTime64(3, 'UTC')", array: "Array(String)", map: "Map(String, String)", json: "String",
+  };
+  const t = base[fieldType] ?? "String";
+  return nullable && !/^(Array|Map)\(/.test(t) ? `Nullable(${t})` : t;
+}
+
+/** A column name for a field's dot path: `user.id` -> `user_id`. */
+export function columnName(field: string): string {
+  return field.replace(/^_kafka\./, "kafka_").replace(/[^A-Za-z0-9_]/g, "_");
+}
+
+/** Fields a mapping may use: the schema's (or a join's output), then the computed ones;
+ * `nullable` when a value may be missing (seen null, or the right side of a left join). */
+export function mappableFields(d: Draft): (SchemaField & { nullable: boolean })[] {
+  let base: (SchemaField & { nullable: boolean })[];
+  if (d.join.enabled) {
+    base = d.join.output.filter((o) => o.on).map((o) => {
+      const side = o.from === "left" ? d : d.join.right;
+      const f = side.fields.find((x) => x.name === o.field);
+      const nullable = side.nullable.includes(o.field) || (o.from === "right" && d.join.type === "left");
+      return { name: o.as || o.field, type: f?.type ?? "string", nullable };
+    });
+  } else {
+    base = d.fields.map((f) => ({ ...f, nullable: d.nullable.includes(f.name) }));
+  }
+  const computed = d.transforms.filter((t) => t.name.trim()).map((t) => ({ name: t.name, type: t.type, nullable: true }));
+  return [...base, ...computed];
+}
+
+/** Output fields of a join by default: every field of both sides, dots as `_`, a right
+ * field whose name the left already has prefixed `right_`. */
+export function defaultOutput(d: Draft): OutputField[] {
+  const plain = (name: string) => name.replace(/[^A-Za-z0-9_]/g, "_");
+  const left = d.fields.map((f) => ({ from: "left" as const, field: f.name, as: plain(f.name), on: true }));
+  const taken = new Set(left.map((o) => o.as));
+  const right = d.join.right.fields.map((f) => {
+    const name = taken.has(plain(f.name)) ? `right_${plain(f.name)}` : plain(f.name);
+    return { from: "right" as const, field: f.name, as: name, on: f.name !== d.join.rightKey };
+  });
+  return [...left, ...right];
+}
+
+/** A value at a dot path of a sample event. */
+export function valueAt(event: Record<string, unknown> | undefined, path: string): unknown {
+  let value: unknown = event;
+  for (const part of path.split(".")) {
+    if (value === null || typeof value !== "object") return null;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value ?? null;
+}
+
+/** The event the filter and computed fields see: the sample, or with a join the output
+ * made of the two samples. */
+export function sampleEvent(d: Draft): { event: Record<string, unknown>; fields: SchemaField[] } | null {
+  if (!d.join.enabled) return d.samples[0] ? { event: d.samples[0], fields: d.fields } : null;
+  const left = d.samples[0];
+  if (!left) return null;
+  const right = d.join.right.samples[0];
+  const on = d.join.output.filter((o) => o.on);
+  const event: Record<string, unknown> = {};
+  for (const o of on) event[o.as || o.field] = valueAt(o.from === "left" ? left : right, o.field);
+  const fields = mappableFields({ ...d, transforms: [] }).map(({ name, type }) => ({ name, type }));
+  return { event, fields };
+}
+
+/** The mapping for "create a table": keep what was edited, add new fields, drop gone ones. */
+export function syncedMapping(d: Draft): MappingRow[] {
+  const fields = mappableFields(d);
+  const keep = new Map(d.mapping.map((m) => [m.field, m]));
+  const rows: MappingRow[] = fields.map(
+    (f) => keep.get(f.name) ?? {
+      field: f.name,
+      column: columnName(f.name),
+      type: columnType(f.type, f.nullable && !d.dedup.key.includes(f.name) && f.name !== d.eventTime),
+    },
+  );
+  if (d.dedup.enabled && d.dedup.mode === "last") {
+    rows.push(keep.get("_kafka.offset") ?? { field: "_kafka.offset", column: "_version", type: "UInt64" });
+  }
+  return rows;
+}
+
+/** The pipeline document (streamsift's format) the draft describes. */
+export function toDocument(d: Draft): Record<string, any> {
+  const schema: Record<string, unknown> = { fields: d.fields.map((f) => ({ name: f.name, type: f.type })) };
+  if (d.eventTime) schema.event_time = d.eventTime;
+  const conn = kafkaConnection(d);
+  const doc: Record<string, any> = {
+    version: 1,
+    name: d.name,
+    source: { bootstrap_servers: conn.bootstrap_servers, topic: d.topic, start_from: d.startFrom, security: conn.security, schema },
+  };
+  if (d.dedup.enabled) {
+    doc.dedup = d.dedup.mode === "exact"
+      ? { mode: "exact", time_window: d.dedup.window }
+      : { mode: d.dedup.mode, key: d.dedup.key.length === 1 ? d.dedup.key[0] : d.dedup.key, time_window: d.dedup.window };
+  }
+  if (d.join.enabled) {
+    const j = d.join;
+    const left = { name: d.topic, ...doc.source } as Record<string, any>;
+    if (doc.dedup) left.dedup = doc.dedup;
+    const rightSchema: Record<string, unknown> = { fields: j.right.fields.map((f) => ({ name: f.name, type: f.type })) };
+    if (j.right.eventTime) rightSchema.event_time = j.right.eventTime;
+    const right: Record<string, any> = {
+      name: j.right.topic, bootstrap_servers: conn.bootstrap_servers, topic: j.right.topic,
+      start_from: d.startFrom, security: conn.security, schema: rightSchema,
+    };
+    if (j.right.dedup.enabled) right.dedup = { key: j.right.dedup.key, time_window: j.right.dedup.window };
+    delete doc.source;
+    delete doc.dedup;
+    doc.sources = [left, right];
+    doc.join = {
+      type: j.type,
+      left: { source: d.topic, key: j.leftKey, time_window: j.leftWindow },
+      right: { source: j.right.topic, key: j.rightKey, time_window: j.rightWindow },
+      output: j.output.filter((o) => o.on).map((o) => (o.as && o.as !== o.field ? { from: o.from, field: o.field, as: o.as } : { from: o.from, field: o.field })),
+    };
+  }
+  if (d.transforms.length) doc.transform = d.transforms.map((t) => ({ ...t }));
+  if (d.filter.trim()) doc.filter = d.filter.trim();
+  const sink: Record<string, any> = {
+    clickhouse: clickhouseConnection(d),
+    table: d.table,
+    create_table: d.tableMode === "create",
+    mapping: d.mapping.filter((m) => m.field).map((m) => ({ field: m.field, column: m.column, type: m.type })),
+  };
+  if (d.tableMode === "create" && d.orderBy.length) sink.order_by = d.orderBy;
+  doc.sink = sink;
+  return doc;
+}
+
+/** The document with stand-ins for the steps not reached yet, so that validating it names
+ * only the problems of what was entered (the API checks structure before meaning). */
+export function validationDocument(d: Draft, step: number, steps: string[]): Record<string, any> {
+  const reached = (name: string) => steps.indexOf(name) <= step;
+  if (!reached("join") && d.join.enabled) d = { ...d, join: { ...d.join, enabled: false } };
+  const doc = toDocument(d);
+  if (!doc.name) doc.name = "wizard-draft";
+  if (!reached("topic") || !d.topic) doc.source.topic = "wizard-draft";
+  if (doc.source && (!reached("topic") || !d.fields.length)) {
+    doc.source.schema = { fields: [{ name: "wizard_field", type: "string" }] };
+    delete doc.dedup;
+  }
+  if (!reached("dedup")) delete doc.dedup;
+  if (!reached("transform")) { delete doc.transform; delete doc.filter; }
+  if (!reached("clickhouse") || !doc.sink.mapping.length) {
+    const first = doc.join ? { name: doc.join.output[0]?.as ?? doc.join.output[0]?.field ?? "x", type: "string" }
+      : doc.source.schema.fields[0];
+    doc.sink = { clickhouse: { path: "wizard-draft" }, table: "wizard_draft", create_table: true,
+      mapping: [{ field: first.name, column: "c", type: "String" }] };
+    if (first.type !== "string") doc.sink.mapping[0].type = columnType(first.type);
+  }
+  return doc;
+}
+
+/** A problem line of a join document said as the wizard's controls name things: the first
+ * source's as `source.` (its dedup as `dedup`), the second's as `right.`. */
+export function wizardPath(line: string): string {
+  return line
+    .replace(/^sources\[0\]\.dedup/, "dedup")
+    .replace(/^sources\[0\]\./, "source.")
+    .replace(/^sources\[1\]\./, "right.");
+}
+
+/** Problem lines that belong to the control whose problem path is `path` (or below it). */
+export function problemsFor(problems: string[], path: string): string[] {
+  return problems.filter((line) => {
+    if (!line.startsWith(path)) return false;
+    const next = line.charAt(path.length);
+    return next === ":" || next === "." || next === "[" || next === " ";
+  });
+}
+
+/** The part of a problem line after its path: what to show next to the field. */
+export function problemText(lines: string[]): string | null {
+  if (!lines.length) return null;
+  return lines.map((l) => l.replace(/^[^:]*:\s*/, "")).join("; ");
+}
