@@ -25,7 +25,7 @@ TRANSFORMS = [
     {"name": "label", "expression": "upper(name) || '-' || id", "type": "string"},
     {"name": "code_num", "expression": "CAST(code AS BIGINT) + 1", "type": "int"},
 ]
-FILTER = "total > 10 AND name != 'skip'"
+FILTER = "total > 10 AND name != 'skip' AND code_num IS NOT NULL"  # IS: Spark's own grammar
 
 
 def make_messages(n: int = 1_200, seed: int = 5) -> list[tuple[bytes, bytes]]:
@@ -65,9 +65,9 @@ def reference(messages: list[tuple[bytes, bytes]]):
         code_num = int(code) + 1 if code is not None else None
         left = None if total is None else total > 10
         right = None if name is None else name != "skip"
-        verdict = (
-            False if left is False or right is False else None if None in (left, right) else True
-        )
+        known = code_num is not None  # IS NOT NULL is never NULL itself
+        parts = (left, right, known)
+        verdict = False if False in parts else None if None in parts else True
         if verdict is None:
             dead.append((doc["id"], "filter"))
         elif verdict:

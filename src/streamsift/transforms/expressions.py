@@ -161,9 +161,8 @@ class _Compiler:
         failures: list[Failure] = []
 
         def placeholder(child: Any) -> Any:
-            if not isinstance(child, exp.Expression) or isinstance(
-                child, (exp.DataType, exp.Var, exp.Identifier)
-            ):
+            # Leaves stay as written: Spark's grammar takes `IS NULL`/`IS TRUE`, not `IS (NULL)`
+            if not isinstance(child, exp.Expression) or isinstance(child, _LEAVES):
                 return child
             sql, fs = self.visit(child)
             failures.extend(fs)
