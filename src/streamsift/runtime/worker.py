@@ -145,7 +145,9 @@ def run(directory: Path, document: dict[str, Any], driver_inserts: bool) -> int:
         return EXIT_FAILED
     except Exception as exc:  # anything else still ends the worker with a readable status
         log.exception("pipeline failed unexpectedly")
-        status.finish("failed", f"{type(exc).__name__}: {exc}".splitlines()[0][:500], None)
+        # the first line that says something: Spark's exceptions start with a blank one
+        text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+        status.finish("failed", f"{type(exc).__name__}: {text}"[:500], None)
         return EXIT_FAILED
     if result.note:
         log.info("%s", result.note)
