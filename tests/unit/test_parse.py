@@ -42,7 +42,7 @@ CASES = [
     (FieldType.TIMESTAMP, "1704164645", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), None),
     (FieldType.TIMESTAMP, '"yesterday"', None, "is not an ISO-8601 timestamp"),
     (FieldType.ARRAY, '["a", "b"]', ["a", "b"], None),
-    (FieldType.ARRAY, "[1, 2]", None, "expected an array of strings"),
+    (FieldType.ARRAY, '[1, {"a": 2}, "x"]', ["1", '{"a":2}', "x"], None),
     (FieldType.ARRAY, '"a"', None, "expected array, got string"),
     (FieldType.MAP, '{"a": "x", "b": 2}', [("a", "x"), ("b", "2")], None),
     (FieldType.JSON, '{"a": [1, 2]}', '{"a":[1,2]}', None),

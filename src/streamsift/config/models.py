@@ -263,7 +263,7 @@ class Pipeline(ConfigModel):
                     f"sink.mapping[{i}].field: {m.field!r} is not a field of {where}"
                     + (" or a computed field" if self.transform else "")
                 )
-            problem = check_compatible(ref.type, m.ch_type)
+            problem = check_compatible(ref.type, m.ch_type, m.field, m.column)
             if problem:
                 raise ValueError(f"sink.mapping[{i}].type: {problem}")
         if self.dedup is not None and self.dedup.mode is DedupMode.LAST:

@@ -27,6 +27,7 @@ from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import code_of, row_error
 from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
 from streamsift.sources.fetch import Message, Position, fetch_messages
+from streamsift.transforms.column_values import shape_columns
 from streamsift.transforms.event_time import AHEAD_OF_KAFKA_TIMESTAMP, FUTURE_EVENT_TIME
 from streamsift.transforms.parse import is_required_field_error
 
@@ -82,10 +83,20 @@ class BatchWriter:
         bad_mask = pc.is_valid(data.column("_error")).take(order)
         good = order.filter(pc.invert(bad_mask))
         sink = self.pipeline.sink
-        out = data.select([m.column for m in sink.mapping]).take(good)
+        shaped = shape_columns(
+            data.select([m.column for m in sink.mapping]).take(good),
+            [(m.column, m.ch_type) for m in sink.mapping],
+        )
+        # Rows with a value their column cannot take (shape_columns) are left out, in a
+        # deterministic way, so a re-run cuts the same chunks; `kept` maps back to `good`.
+        kept = pa.array(
+            [i for i in range(len(good)) if i not in shaped.errors], pa.int64()
+        )
+        out = shaped.table.take(kept) if shaped.errors else shaped.table
         prefix = f"{query_id}:{batch_id}:{part}"
-        refused: list[int] = []
-        reasons: dict[int, str] = {}
+        refused: list[int] = sorted(shaped.errors)
+        reasons: dict[int, str] = dict(shaped.errors)
+        classes: dict[int, str] = dict.fromkeys(shaped.errors, "type_mismatch")
         secrets = pipeline_secrets(self.pipeline)
         size = sink.max_batch_size
         for i, start in enumerate(range(0, out.num_rows, size)):
@@ -93,14 +104,24 @@ class BatchWriter:
                 sink.table, out.slice(start, size), f"{prefix}:rows:{i}"
             )
             for f in failures:
-                refused.append(start + f.index)
-                reasons[start + f.index] = row_error(f.code, f.message, secrets)
+                at = kept[start + f.index].as_py()
+                refused.append(at)
+                reasons[at] = row_error(f.code, f.message, secrets)
             self._fault_point()
         dead = self._dead_letters(data.take(order.filter(bad_mask)), None, None)
         if refused:
+            refused.sort()
             refused_rows = data.take(good.take(pa.array(refused, pa.int64())))
             dead = pa.concat_tables(
-                [dead, self._dead_letters(refused_rows, "sink", [reasons[i] for i in refused])]
+                [
+                    dead,
+                    self._dead_letters(
+                        refused_rows,
+                        "sink",
+                        [reasons[i] for i in refused],
+                        [classes.get(i) for i in refused],
+                    ),
+                ]
             )
             log.warning("%d rows refused by ClickHouse went to the DLQ", len(refused))
         for i, start in enumerate(range(0, dead.num_rows, size)):
@@ -108,17 +129,25 @@ class BatchWriter:
                 self.pipeline.dlq_table, dead.slice(start, size), f"{prefix}:dlq:{i}"
             )
         late = pc.sum(data.column("_late").take(good).cast(pa.int64())).as_py() or 0
-        return BatchCounts(out.num_rows - len(refused), dead.num_rows, late)
+        return BatchCounts(len(good) - len(refused), dead.num_rows, late)
 
-    def _dead_letters(self, bad: pa.Table, stage: str | None, errors: list[str] | None) -> pa.Table:
+    def _dead_letters(
+        self,
+        bad: pa.Table,
+        stage: str | None,
+        errors: list[str] | None,
+        given_classes: list[str | None] | None = None,
+    ) -> pa.Table:
         """`stage` None: each row's own `_stage` (parse, transform or filter), whose raw
-        message came with it; `sink`: rows ClickHouse refused, whose message is read back."""
+        message came with it; `sink`: rows ClickHouse refused (or whose value does not fit
+        the column: `given_classes`), whose message is read back."""
         n = bad.num_rows
         messages = errors if errors is not None else bad.column("_error").to_pylist()
         stages = [stage] * n if stage else bad.column("_stage").to_pylist()
+        given = given_classes or [None] * n
         classes = [
-            sink_error_class(m) if s == "sink" else error_class(m, s)
-            for m, s in zip(messages, stages, strict=True)
+            c or (sink_error_class(m) if s == "sink" else error_class(m, s))
+            for m, s, c in zip(messages, stages, given, strict=True)
         ]
         if stage == "sink":
             keys, payloads = self._originals(bad)

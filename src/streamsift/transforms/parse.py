@@ -123,22 +123,21 @@ def convert_value(value: Any, ftype: FieldType) -> Any:
     elif ftype is FieldType.TIMESTAMP:
         return parse_timestamp(value)
     elif ftype is FieldType.ARRAY:
-        if isinstance(value, list):
-            if all(isinstance(v, str) or v is None for v in value):
-                return value
-            raise ValueTypeError("expected an array of strings")
+        if isinstance(value, list):  # elements other than strings travel as JSON text
+            return [v if isinstance(v, str) or v is None else _json_text(v) for v in value]
     elif ftype is FieldType.MAP:
         if isinstance(value, dict):
             return [
-                (
-                    str(k),
-                    v if isinstance(v, str) or v is None else json.dumps(v, separators=(",", ":")),
-                )
+                (str(k), v if isinstance(v, str) or v is None else _json_text(v))
                 for k, v in value.items()
             ]
     elif ftype is FieldType.JSON:
-        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        return value if isinstance(value, str) else _json_text(value)
     raise ValueTypeError(f"expected {ftype.value}, got {_json_kind(value)}")
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 class JsonParser:
