@@ -196,7 +196,8 @@ def check_compatible(
     inner = column.inner
     if inner.name not in _COMPATIBLE[field_type]:
         allowed = ", ".join(sorted(_COMPATIBLE[field_type]))
-        return f"{subject} (a {field_type.value} field can go into: {allowed})"
+        article = "an" if field_type.value[0] in "aeiou" else "a"
+        return f"{subject} ({article} {field_type.value} field can go into: {allowed})"
     if inner.name in STRUCTURED_COLUMNS:
         if field_type is FieldType.MAP and inner.name == "Tuple" and not _named_tuple(inner):
             return f"{subject}: a JSON object fills a named Tuple(a T, b U) only"

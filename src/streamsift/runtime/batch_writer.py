@@ -89,9 +89,7 @@ class BatchWriter:
         )
         # Rows with a value their column cannot take (shape_columns) are left out, in a
         # deterministic way, so a re-run cuts the same chunks; `kept` maps back to `good`.
-        kept = pa.array(
-            [i for i in range(len(good)) if i not in shaped.errors], pa.int64()
-        )
+        kept = pa.array([i for i in range(len(good)) if i not in shaped.errors], pa.int64())
         out = shaped.table.take(kept) if shaped.errors else shaped.table
         prefix = f"{query_id}:{batch_id}:{part}"
         refused: list[int] = sorted(shaped.errors)
