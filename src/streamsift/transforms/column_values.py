@@ -192,7 +192,9 @@ def _tuple(value: Any, t: CHType, types: list[CHType]) -> dict[str, Any]:
     if isinstance(value, list):
         if len(value) != len(types):
             raise ValueError(f"{t} has {len(types)} elements, got an array of {len(value)}")
-        return {_member(a, i): convert(v, a) for i, (a, v) in enumerate(zip(types, value, strict=True))}
+        return {
+            _member(a, i): convert(v, a) for i, (a, v) in enumerate(zip(types, value, strict=True))
+        }
     if not all(a.element for a in types):
         raise TypeError(f"an unnamed {t} takes an array, got an object")
     unknown = sorted(set(value) - {a.element for a in types})
