@@ -184,6 +184,8 @@ class JsonParser:
             col = nested.column(f.parts[0])
             for part in f.parts[1:]:
                 col = pc.struct_field(col, part)
+            if len(f.parts) > 1:  # a literal dotted key, where present, wins (see `lookup`)
+                col = pc.coalesce(nested.column(f.path), col)
             columns.append(col.cast(ARROW_TYPES[f.type]))
         return pa.Table.from_arrays(columns, schema=self.schema)
 
@@ -234,6 +236,8 @@ def decode_object(raw: bytes | None) -> tuple[dict[str, Any] | None, str | None]
 def lookup(doc: dict[str, Any], parts: Sequence[str]) -> Any:
     """The value at a dot path: None when a step is missing or null; a step that is a
     scalar or an array where an object is needed is a type mismatch, at any depth."""
+    if len(parts) > 1 and (literal := ".".join(parts)) in doc:
+        return doc[literal]  # a key with dots in it (`{"user.id": 1}`) wins, as in GlassFlow
     value: Any = doc
     for depth, part in enumerate(parts):
         if value is None:
@@ -260,7 +264,8 @@ def _nested_schema(fields: Sequence[FieldSpec]) -> pa.Schema:
             for name, child in node.items()
         ]
 
-    return pa.schema(build(tree))
+    literal = [pa.field(f.path, ARROW_TYPES[f.type]) for f in fields if len(f.parts) > 1]
+    return pa.schema(build(tree) + literal)
 
 
 DEDUP_KEY = "the dedup key"
