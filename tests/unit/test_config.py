@@ -263,8 +263,9 @@ INVALID = [
     ),
     (
         "source.security.mechanism",
-        "GSSAPI",
-        "source.security.mechanism: Input should be 'PLAIN', 'SCRAM-SHA-256' or 'SCRAM-SHA-512'",
+        "NTLM",
+        "source.security.mechanism: Input should be 'PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', "
+        "'GSSAPI' or 'OAUTHBEARER'",
     ),
     (
         "source.properties",

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamsift.config.kafka_security import is_secret_property
 from streamsift.config.models import Pipeline
 from streamsift.config.rows import SORT_KEY as OUTPUT_SORT_KEY
 from streamsift.runtime.query import read_spec
@@ -241,7 +242,6 @@ def pipeline_secrets(pipeline: Pipeline) -> list[str]:
     whatever an error says."""
     found = [pipeline.sink.clickhouse.password.get_secret_value()]
     for src in pipeline.inputs:
-        if src.security.password is not None:
-            found.append(src.security.password.get_secret_value())
-        found += [v for k, v in src.properties.items() if "password" in k or "secret" in k]
+        found += src.security.secrets()
+        found += [v for k, v in src.properties.items() if is_secret_property(k)]
     return [s for s in found if s]
