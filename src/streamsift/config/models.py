@@ -27,6 +27,7 @@ from streamsift.config.sink import (
     ColumnMapping,
     Dlq,
     MissingDedupWindow,
+    NewFields,
 )
 from streamsift.config.source import (
     KafkaSecurity,
@@ -69,6 +70,7 @@ __all__ = [
     "KafkaSource",
     "MAX_DEDUP_WINDOW",
     "MissingDedupWindow",
+    "NewFields",
     "Pipeline",
     "Runtime",
     "Schema",
@@ -143,6 +145,13 @@ class Pipeline(ConfigModel):
         self._check_mapping(scope)
         if self.dlq_table == self.sink.table:
             raise ValueError("dlq.table: must differ from sink.table")
+        if self.sink.on_new_fields is NewFields.ADD_COLUMNS and (
+            self.sources is not None or self.transform or self.filter
+        ):
+            raise ValueError(
+                "sink.on_new_fields: add_columns works on a single source without transform "
+                "or filter (new fields would bypass them); use dlq or ignore"
+            )
         return self
 
     def _check_single_source(self) -> dict[str, FieldRef]:

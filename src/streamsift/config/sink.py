@@ -96,6 +96,14 @@ class MissingDedupWindow(str, Enum):
     REFUSE = "refuse"
 
 
+class NewFields(str, Enum):
+    """What to do with message fields the schema does not list (docs/semantics.md)."""
+
+    IGNORE = "ignore"  # not written (the default, for schemas listed by hand)
+    ADD_COLUMNS = "add_columns"  # a Nullable column is added per new field, and mapped
+    DLQ = "dlq"  # the message goes to the DLQ, saying which fields are new
+
+
 class ClickHouseSink(ConfigModel):
     clickhouse: ClickHouseConnection
     table: str
@@ -105,6 +113,7 @@ class ClickHouseSink(ConfigModel):
     max_batch_size: int = Field(default=100_000, gt=0)
     max_delay_time: Duration = timedelta(seconds=1)
     on_missing_dedup_window: MissingDedupWindow = MissingDedupWindow.SET
+    on_new_fields: NewFields = NewFields.IGNORE
     # how long start-up waits for a ClickHouse server to answer before the run ends
     connect_timeout: Duration = timedelta(seconds=30)
 

@@ -24,6 +24,7 @@ from streamsift.config.kafka_security import is_secret_property
 from streamsift.config.models import Pipeline
 from streamsift.config.rows import SORT_KEY as OUTPUT_SORT_KEY
 from streamsift.runtime.query import read_spec
+from streamsift.runtime.schema_drift import complete_added_columns, drift_enabled
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import code_of, row_error
 from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
@@ -31,6 +32,7 @@ from streamsift.sources.fetch import Message, Position, fetch_messages
 from streamsift.transforms.column_values import shape_columns
 from streamsift.transforms.event_time import AHEAD_OF_KAFKA_TIMESTAMP, FUTURE_EVENT_TIME
 from streamsift.transforms.parse import is_required_field_error
+from streamsift.transforms.schema_drift import NEW_FIELDS
 
 log = logging.getLogger("streamsift.runtime")
 
@@ -78,6 +80,8 @@ class BatchWriter:
     def write(self, data: pa.Table, query_id: str, batch_id: int, part: str) -> BatchCounts:
         if data.num_rows == 0:
             return BatchCounts()
+        if drift_enabled(self.pipeline):
+            data = complete_added_columns(data, self.pipeline)
         # Rows in SORT_KEY order, by index: only the columns each use needs are copied (the
         # mapped ones for the table; the metadata and raw message for dead letters).
         order = pc.sort_indices(data.select(OUTPUT_SORT_KEY), sort_keys=SORT_KEY)
@@ -229,6 +233,8 @@ def error_class(message: str | None, stage: str | None = "parse") -> str:
         return "not_an_object"
     if is_required_field_error(message):
         return "missing_field"
+    if message.startswith(NEW_FIELDS):
+        return "new_fields"
     return "type_mismatch"
 
 

@@ -41,6 +41,7 @@ from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
 from streamsift.transforms.event_time import future_event_time_errors
 from streamsift.transforms.parse import FieldSpec, JsonParser, require_present, required_fields
+from streamsift.transforms.schema_drift import flag_new_fields
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
     from streamsift.config.models import Dedup, Schema
@@ -74,6 +75,7 @@ class SourceProcessor:
     mode: str = "first"
     keep_raw: bool = False
     max_future_skew_us: int | None = None  # None: event time may run ahead without limit
+    flag_new_fields: bool = False  # sink.on_new_fields add_columns/dlq (transforms/schema_drift)
 
     @classmethod
     def build(
@@ -82,6 +84,7 @@ class SourceProcessor:
         dedup: Dedup | None,
         state_dir: Path | None,
         keep_raw: bool = False,
+        flag_new_fields: bool = False,
     ) -> SourceProcessor:
         """`state_dir` is the checkpoint's `dedup` directory; other modes keep theirs beside it
         (`dedup-last`, `dedup-exact`), so changing the mode starts from an empty state."""
@@ -100,6 +103,7 @@ class SourceProcessor:
             mode=mode,
             keep_raw=keep_raw,
             max_future_skew_us=None if skew is None else int(skew.total_seconds() * 1_000_000),
+            flag_new_fields=flag_new_fields,
         )
 
     @property
@@ -143,6 +147,8 @@ class SourceProcessor:
         late = [False] * n
         if self.dedups:
             keep, late = self._dedup(records, table, event_time, errors)
+        if self.flag_new_fields:  # after dedup: a re-sent record is still a duplicate
+            flag_new_fields(records.values, errors, keep, frozenset(f.path for f in self.fields))
         # Dead letters carry no event time, so they never move the join's watermark.
         event_time = pc.if_else(
             pa.array([e is None for e in errors], pa.bool_()),

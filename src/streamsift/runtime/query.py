@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamsift.config.models import Dedup, FieldRef, KafkaSource, Pipeline, source_scope
+from streamsift.config.models import (
+    Dedup,
+    FieldRef,
+    KafkaSource,
+    NewFields,
+    Pipeline,
+    source_scope,
+)
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, PRE_ERROR, RIGHT_RECORD_COLUMNS
 from streamsift.runtime.processor import SourceProcessor
 from streamsift.sources.kafka import KafkaReadSpec, KafkaStreamReader, make_data_source
@@ -104,7 +111,11 @@ def read_source(
     from pyspark.sql import functions as F
 
     processor = SourceProcessor.build(
-        src.schema_, dedup, checkpoint / "dedup", keep_raw=not stage.empty
+        src.schema_,
+        dedup,
+        checkpoint / "dedup",
+        keep_raw=not stage.empty,
+        flag_new_fields=pipeline.sink.on_new_fields is not NewFields.IGNORE,
     )
     spec = read_spec(pipeline, src)
     if new_query:
