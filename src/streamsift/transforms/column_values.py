@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from streamsift.config.types import CHType
-from streamsift.transforms.parse import parse_timestamp
+from streamsift.transforms.parse import json_kind, parse_timestamp
 
 UTC = timezone.utc
 TIME_FAMILIES = frozenset({"Date", "Date32", "DateTime", "DateTime64"})
@@ -174,7 +174,7 @@ def _json(value: Any, kind: type, what: str) -> Any:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{_short(value)} is not JSON ({exc.msg})") from None
     if not isinstance(value, kind):
-        raise TypeError(f"expected {what}, got {_kind(value)}")
+        raise TypeError(f"expected {what}, got {json_kind(value)}")
     return value
 
 
@@ -217,7 +217,7 @@ def _integer(value: Any) -> int:
             return int(value.strip())
         except ValueError:
             raise ValueError(f"{_short(value)} is not an integer") from None
-    raise TypeError(f"expected an integer, got {_kind(value)}")
+    raise TypeError(f"expected an integer, got {json_kind(value)}")
 
 
 def _boolean(value: Any) -> bool:
@@ -228,18 +228,6 @@ def _boolean(value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
         return value.strip().lower() in ("true", "1")
     raise ValueError(f"{_short(value)} is not a boolean")
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    return "an object"
 
 
 def _short(value: Any) -> str:

@@ -77,7 +77,7 @@ def parse_timestamp(value: Any) -> datetime:
         except (OverflowError, OSError, ValueError) as exc:
             raise ValueTypeError(f"timestamp {value} is out of range") from exc
     if not isinstance(value, str):
-        raise ValueTypeError(f"expected a timestamp, got {_json_kind(value)}")
+        raise ValueTypeError(f"expected a timestamp, got {json_kind(value)}")
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
@@ -88,7 +88,7 @@ def parse_timestamp(value: Any) -> datetime:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -133,7 +133,7 @@ def convert_value(value: Any, ftype: FieldType) -> Any:
             ]
     elif ftype is FieldType.JSON:
         return value if isinstance(value, str) else _json_text(value)
-    raise ValueTypeError(f"expected {ftype.value}, got {_json_kind(value)}")
+    raise ValueTypeError(f"expected {ftype.value}, got {json_kind(value)}")
 
 
 def _json_text(value: Any) -> str:
@@ -229,7 +229,7 @@ def decode_object(raw: bytes | None) -> tuple[dict[str, Any] | None, str | None]
     except json.JSONDecodeError as exc:
         return None, f"malformed JSON: {exc.msg} at position {exc.pos}"
     if not isinstance(doc, dict):
-        return None, f"payload must be a JSON object, got {_json_kind(doc)}"
+        return None, f"payload must be a JSON object, got {json_kind(doc)}"
     return doc, None
 
 
@@ -244,7 +244,7 @@ def lookup(doc: dict[str, Any], parts: Sequence[str]) -> Any:
             return None
         if not isinstance(value, dict):
             parent = ".".join(parts[:depth])
-            raise ValueTypeError(f"'{parent}' is {_json_kind(value)}, expected an object")
+            raise ValueTypeError(f"'{parent}' is {json_kind(value)}, expected an object")
         value = value.get(part)
     return value
 
