@@ -65,7 +65,10 @@ def test_a_refused_authentication_ends_at_once_naming_the_setting(
     message = str(err.value)
     assert not isinstance(err.value, SourceUnavailable)  # not retried: the broker said no
     assert time.monotonic() - started < 15  # well inside the 20 s connect timeout
-    assert message.startswith(f"Kafka at {broker.bootstrap_servers} refused the connection with ")
+    assert message.startswith(
+        f"Kafka at {broker.bootstrap_servers} refused the connection (reading topic "
+        f"'{unique_name}') with "
+    )
     assert "security.protocol SASL_PLAINTEXT" in message and named in message
     assert SECRET not in message and SECRET not in caplog.text
 

@@ -193,9 +193,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         reason = self._refusals.reason
         if reason is not None:
             raise SourceError(
-                f"Kafka at {self.spec.bootstrap_servers} refused the connection with "
-                f"{describe_security(self.spec.properties)}: {reason}; check source.security "
-                "against the broker's listener"
+                f"Kafka at {self.spec.bootstrap_servers} refused the connection (reading topic "
+                f"'{self.spec.topic}') with {describe_security(self.spec.properties)}: {reason}; "
+                "check source.security against the broker's listener"
             )
 
     def _partitions(self) -> list[int]:
