@@ -137,3 +137,31 @@ def test_new_fields_go_to_the_dlq_naming_them(
         (b"k2", "parse", "new_fields", "fields not in the schema: color (string), geo.lat (float)")
     ]
     assert dead[0].payload == msg(2, color="red", geo={"lat": 1.5})[1]
+
+
+def test_new_fields_become_columns_when_executors_insert_into_a_server(
+    broker, chdb_path, tmp_path, unique_name, produce_messages
+):
+    """With a ClickHouse server the executors insert: the driver adds the columns first and
+    hands them the extended mapping (the chdb-backed HTTP endpoint stands for the server)."""
+    from streamsift.embedded.clickhouse_server import ClickHouseHTTPServer
+
+    with ClickHouseHTTPServer(chdb_path) as server:
+        doc = pipeline_doc(
+            topic=unique_name,
+            fields=fields(("id", "string"), ("n", "int")),
+            mapping=mapping(("id", "id", "String"), ("n", "n", "Int64")),
+            bootstrap_servers=broker.bootstrap_servers,
+            clickhouse={"host": "127.0.0.1", "port": server.port},
+            sink={"create_table": True, "order_by": ["id"], "on_new_fields": "add_columns"},
+            checkpoint_dir=tmp_path / "checkpoint",
+        )
+        pipeline = parse_pipeline(doc)
+        broker.create_topic(unique_name, 2)
+        produce_messages(unique_name, [msg(1), msg(2, color="red"), msg(3, size=[1, 2])])
+        runner = PipelineRunner(pipeline, base_dir=tmp_path)
+        assert not runner.driver_inserts
+        runner.run(until_caught_up=True)
+        rows = runner.writer.query_rows(f"SELECT id, color, size FROM {unique_name} ORDER BY id")
+        assert rows == [("a1", None, []), ("a2", "red", []), ("a3", None, [1, 2])]
+        assert letters(runner, pipeline.dlq_table) == []
