@@ -194,14 +194,14 @@ INVALID = [
     (
         "sink.mapping[2].type",
         "UUID",
-        "sink.mapping[2].type: a bool field cannot be written to a UUID column "
-        "(allowed: Bool, Int8, String, UInt8)",
+        "sink.mapping[2].type: field 'active' (bool) cannot go into column 'active' (UUID) "
+        "(a bool field can go into: Bool, Int8, String, UInt8)",
     ),
     (
         "sink.mapping[3].type",
         "UUID",
-        "sink.mapping[3].type: a timestamp field cannot be written to a UUID column "
-        "(allowed: Date, Date32, DateTime, DateTime64, String)",
+        "sink.mapping[3].type: field 'created_at' (timestamp) cannot go into column 'created_at' "
+        "(UUID) (a timestamp field can go into: Date, Date32, DateTime, DateTime64, String)",
     ),
     (
         "sink.mapping[0].field",
@@ -210,8 +210,9 @@ INVALID = [
     ),
     (
         "sink.mapping[0].column",
-        "user.id",
-        "sink.mapping[0].column: 'user.id' is not a plain column name (letters, digits, _)",
+        "user-id",
+        "sink.mapping[0].column: 'user-id' is not a column name (letters, digits, _; dots join "
+        "the parts of a Nested column, e.g. Events.Timestamp)",
     ),
     (
         "sink.mapping[1].column",
@@ -263,8 +264,9 @@ INVALID = [
     ),
     (
         "source.security.mechanism",
-        "GSSAPI",
-        "source.security.mechanism: Input should be 'PLAIN', 'SCRAM-SHA-256' or 'SCRAM-SHA-512'",
+        "NTLM",
+        "source.security.mechanism: Input should be 'PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', "
+        "'GSSAPI' or 'OAUTHBEARER'",
     ),
     (
         "source.properties",

@@ -42,7 +42,7 @@ CASES = [
     (FieldType.TIMESTAMP, "1704164645", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), None),
     (FieldType.TIMESTAMP, '"yesterday"', None, "is not an ISO-8601 timestamp"),
     (FieldType.ARRAY, '["a", "b"]', ["a", "b"], None),
-    (FieldType.ARRAY, "[1, 2]", None, "expected an array of strings"),
+    (FieldType.ARRAY, '[1, {"a": 2}, "x"]', ["1", '{"a":2}', "x"], None),
     (FieldType.ARRAY, '"a"', None, "expected array, got string"),
     (FieldType.MAP, '{"a": "x", "b": 2}', [("a", "x"), ("b", "2")], None),
     (FieldType.JSON, '{"a": [1, 2]}', '{"a":[1,2]}', None),
@@ -223,3 +223,15 @@ def test_a_required_field_under_a_null_parent_names_it():
 )
 def test_error_classes(message, cls):
     assert error_class(message) == cls
+
+
+def test_a_literal_dotted_key_is_read_like_a_nested_path() -> None:
+    """GlassFlow reads `Events.Name` from `{"Events.Name": ...}` first, else from
+    `{"Events": {"Name": ...}}`; so do both parse paths (batch and record by record)."""
+    specs = [FieldSpec("Events.Name", "Events__Name", FieldType.ARRAY)]
+    values = [b'{"Events.Name": ["a"]}', b'{"Events": {"Name": ["b"]}}', b'{"Events": null}']
+    fast = JsonParser(specs).parse(values)
+    slow = JsonParser(specs).parse([*values, b"{bad"])
+    assert fast.table.column(0).to_pylist() == [["a"], ["b"], None]
+    assert slow.table.column(0).to_pylist() == [["a"], ["b"], None, None]
+    assert fast.errors == [None] * 3 and slow.errors[:3] == [None] * 3

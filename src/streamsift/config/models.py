@@ -30,6 +30,7 @@ from streamsift.config.sink import (
     ColumnMapping,
     Dlq,
     MissingDedupWindow,
+    NewFields,
 )
 from streamsift.config.source import (
     KafkaSecurity,
@@ -72,6 +73,7 @@ __all__ = [
     "KafkaSource",
     "MAX_DEDUP_WINDOW",
     "MissingDedupWindow",
+    "NewFields",
     "Pipeline",
     "Runtime",
     "Schema",
@@ -208,6 +210,13 @@ class Pipeline(ConfigModel):
             self._check_fields()
         if self.dlq_table == self.sink.table:
             raise ValueError("dlq.table: must differ from sink.table")
+        if self.sink.on_new_fields is NewFields.ADD_COLUMNS and (
+            self.sources is not None or self.transform or self.filter
+        ):
+            raise ValueError(
+                "sink.on_new_fields: add_columns works on a single source without transform "
+                "or filter (new fields would bypass them); use dlq or ignore"
+            )
         return self
 
     def _check_fields(self) -> None:
@@ -334,7 +343,7 @@ class Pipeline(ConfigModel):
                     f"sink.mapping[{i}].field: {m.field!r} is not a field of {where}"
                     + (" or a computed field" if self.transform else "")
                 )
-            problem = check_compatible(ref.type, m.ch_type)
+            problem = check_compatible(ref.type, m.ch_type, m.field, m.column)
             if problem:
                 raise ValueError(f"sink.mapping[{i}].type: {problem}")
         if self.dedup is not None and self.dedup.mode is DedupMode.LAST:

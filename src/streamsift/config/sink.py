@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from datetime import timedelta
 from enum import Enum
@@ -27,6 +28,9 @@ from streamsift.config.types import (
 
 # ---------------------------------------------------------------------------- sink
 
+# A column name: plain, or the dotted name of a Nested column's array (`Events.Timestamp`).
+COLUMN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
 
 class ColumnMapping(ConfigModel):
     """Write payload field `field` into ClickHouse column `column` of type `type`."""
@@ -38,8 +42,11 @@ class ColumnMapping(ConfigModel):
     @field_validator("column")
     @classmethod
     def _column(cls, v: str) -> str:
-        if not IDENTIFIER.match(v):
-            raise ValueError(f"{shorten(v)} is not a plain column name (letters, digits, _)")
+        if not COLUMN_NAME.match(v):
+            raise ValueError(
+                f"{shorten(v)} is not a column name (letters, digits, _; dots join the parts "
+                "of a Nested column, e.g. Events.Timestamp)"
+            )
         return v
 
     @field_validator("type")
@@ -89,6 +96,14 @@ class MissingDedupWindow(str, Enum):
     REFUSE = "refuse"
 
 
+class NewFields(str, Enum):
+    """What to do with message fields the schema does not list (docs/semantics.md)."""
+
+    IGNORE = "ignore"  # not written (the default, for schemas listed by hand)
+    ADD_COLUMNS = "add_columns"  # a Nullable column is added per new field, and mapped
+    DLQ = "dlq"  # the message goes to the DLQ, saying which fields are new
+
+
 class ClickHouseSink(ConfigModel):
     clickhouse: ClickHouseConnection
     table: str
@@ -98,6 +113,7 @@ class ClickHouseSink(ConfigModel):
     max_batch_size: int = Field(default=100_000, gt=0)
     max_delay_time: Duration = timedelta(seconds=1)
     on_missing_dedup_window: MissingDedupWindow = MissingDedupWindow.SET
+    on_new_fields: NewFields = NewFields.IGNORE
     # how long start-up waits for a ClickHouse server to answer before the run ends
     connect_timeout: Duration = timedelta(seconds=30)
 

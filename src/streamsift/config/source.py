@@ -6,7 +6,6 @@ from collections import Counter
 from datetime import timedelta
 from enum import Enum
 from functools import cached_property
-from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
@@ -28,6 +27,9 @@ from streamsift.config.base import (
     shorten,
 )
 from streamsift.config.durations import format_duration, parse_duration
+from streamsift.config.kafka_security import (
+    KafkaSecurity,
+)
 from streamsift.config.rows import KAFKA_FIELDS, RESERVED_COLUMNS
 from streamsift.config.types import (
     FieldType,
@@ -35,59 +37,6 @@ from streamsift.config.types import (
 )
 
 # ---------------------------------------------------------------------------- source
-
-
-class SecurityProtocol(str, Enum):
-    PLAINTEXT = "PLAINTEXT"
-    SASL_PLAINTEXT = "SASL_PLAINTEXT"
-    SASL_SSL = "SASL_SSL"
-    SSL = "SSL"
-
-
-class SaslMechanism(str, Enum):
-    PLAIN = "PLAIN"
-    SCRAM_SHA_256 = "SCRAM-SHA-256"
-    SCRAM_SHA_512 = "SCRAM-SHA-512"
-
-
-class KafkaSecurity(ConfigModel):
-    """How to authenticate to Kafka; passed through to librdkafka. Secrets are never logged."""
-
-    protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
-    mechanism: SaslMechanism | None = None
-    username: str | None = None
-    password: SecretStr | None = None
-    ca_file: Path | None = None
-    skip_tls_verification: bool = False
-
-    @model_validator(mode="after")
-    def _check(self) -> KafkaSecurity:
-        sasl = self.protocol in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
-        if sasl:
-            if self.mechanism is None:
-                raise ValueError(f"mechanism is required with protocol {self.protocol.value}")
-            if not self.username:
-                raise ValueError(f"username is required with protocol {self.protocol.value}")
-            if self.password is None or not self.password.get_secret_value():
-                raise ValueError(f"password is required with protocol {self.protocol.value}")
-        elif self.mechanism is not None:
-            raise ValueError(
-                f"mechanism {self.mechanism.value} needs protocol SASL_PLAINTEXT or SASL_SSL"
-            )
-        return self
-
-    def librdkafka(self) -> dict[str, str]:
-        """The librdkafka properties for this security setting (holds the secret: never log it)."""
-        props = {"security.protocol": self.protocol.value}
-        if self.mechanism is not None:
-            props["sasl.mechanism"] = self.mechanism.value
-            props["sasl.username"] = self.username or ""
-            props["sasl.password"] = self.password.get_secret_value() if self.password else ""
-        if self.ca_file is not None:
-            props["ssl.ca.location"] = str(self.ca_file)
-        if self.skip_tls_verification:
-            props["enable.ssl.certificate.verification"] = "false"
-        return props
 
 
 def check_topic_name(name: str) -> str:
@@ -345,7 +294,9 @@ class KafkaSource(ConfigModel):
     @classmethod
     def _props(cls, v: dict[str, str]) -> dict[str, str]:
         reserved = {"bootstrap.servers", "group.id", "enable.auto.commit", "security.protocol"}
-        bad = sorted(k for k in v if k in reserved or k.startswith("sasl."))
+        bad = sorted(
+            k for k in v if k in reserved or k.startswith(("sasl.", "streamsift.", "oauth_cb"))
+        )
         if bad:
             raise ValueError(
                 f"set {', '.join(bad)} through the source's own fields, not properties"

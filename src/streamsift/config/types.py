@@ -97,53 +97,115 @@ SCALAR_TYPES = frozenset(
 
 INTEGER_COLUMNS = {f"{p}Int{b}" for p in ("", "U") for b in (8, 16, 32, 64, 128, 256)}
 DECIMAL_COLUMNS = {"Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256"}
+FLOAT_COLUMNS = {"Float32", "Float64", "BFloat16"}
+TIME_COLUMNS = {"Date", "Date32", "DateTime", "DateTime64"}
+ENUM_COLUMNS = {"Enum", "Enum8", "Enum16"}
+# Columns built of other types, which a JSON value (array, object) fills.
+STRUCTURED_COLUMNS = {"Array", "Map", "Tuple"}
+# Column types a JSON scalar (string, number, bool) can be written into, by the JSON kind.
+_TEXT_COLUMNS = (
+    {"String", "FixedString", "UUID", "IPv4", "IPv6", "JSON"}
+    | TIME_COLUMNS
+    | ENUM_COLUMNS
+    | DECIMAL_COLUMNS
+)
+# Families streamsift cannot fill from a JSON value, with what to do instead.
+_UNWRITABLE: dict[str, str] = {
+    "AggregateFunction": "aggregate states are made by ClickHouse (use a materialized view)",
+    "SimpleAggregateFunction": "write the plain value into a table of the inner type",
+    "Nothing": "a Nothing column holds no values",
+    "Nested": "map each of its arrays to its own column (`name.member`, type Array(...))",
+    "Dynamic": "use JSON or String",
+    "Variant": "use JSON or String",
+    "QBit": "not writable from JSON",
+    "Time": "use DateTime64 or String",
+    "Time64": "use DateTime64 or String",
+}
 
 # Which column types (by their inner name) each field type may be written into.
 _COMPATIBLE: dict[FieldType, set[str]] = {
-    FieldType.STRING: {
-        "String",
-        "FixedString",
-        "UUID",
-        "Date",
-        "Date32",
-        "DateTime",
-        "DateTime64",
-        "Enum8",
-        "Enum16",
-        "IPv4",
-        "IPv6",
-        "JSON",
-    }
-    | DECIMAL_COLUMNS,
+    FieldType.STRING: _TEXT_COLUMNS,
     FieldType.INT: INTEGER_COLUMNS
-    | {
-        "Float32",
-        "Float64",
-        "DateTime",
-        "DateTime64",
-        "Bool",
-        "String",
-    }
-    | DECIMAL_COLUMNS,
-    FieldType.FLOAT: {
-        "Float32",
-        "Float64",
-        "BFloat16",
-        "String",
-    }
-    | DECIMAL_COLUMNS,
+    | FLOAT_COLUMNS
+    | DECIMAL_COLUMNS
+    | ENUM_COLUMNS
+    | {"DateTime", "DateTime64", "Bool", "String"},
+    FieldType.FLOAT: FLOAT_COLUMNS | DECIMAL_COLUMNS | {"DateTime", "DateTime64", "String"},
     FieldType.BOOL: {"Bool", "UInt8", "Int8", "String"},
-    FieldType.TIMESTAMP: {"DateTime", "DateTime64", "Date", "Date32", "String"},
+    FieldType.TIMESTAMP: TIME_COLUMNS | {"String"},
     FieldType.ARRAY: {"Array", "String"},
-    FieldType.MAP: {"Map", "String", "JSON"},
-    FieldType.JSON: {"String", "JSON"},
+    FieldType.MAP: {"Map", "Tuple", "String", "JSON"},
+    FieldType.JSON: STRUCTURED_COLUMNS | {"String", "JSON"},
 }
+# What any JSON value may fill inside an Array/Map/Tuple (a scalar, or a nested structure).
+_ELEMENT_COLUMNS = (
+    _TEXT_COLUMNS | INTEGER_COLUMNS | FLOAT_COLUMNS | STRUCTURED_COLUMNS | {"Bool", "JSON"}
+)
 
 
-def check_compatible(field_type: FieldType, column: CHType) -> str | None:
-    """None when `field_type` values fit `column`; else a sentence saying why not."""
+def unwritable_part(column: CHType) -> tuple[CHType, str] | None:
+    """The first part of `column` (itself or a nested type) no JSON value can fill, and why."""
+    name = column.name
+    if name in _UNWRITABLE or name.startswith("Interval") or name in _GEO_NAMES:
+        why = _UNWRITABLE.get(name, "not writable from JSON; use String")
+        return column, why
+    for arg in column.args:
+        if isinstance(arg, CHType):
+            found = unwritable_part(arg)
+            if found:
+                return found
+    return None
+
+
+_GEO_NAMES = {
+    "Point", "Ring", "LineString", "MultiLineString", "Polygon", "MultiPoint", "MultiPolygon",
+    "Geometry",
+}  # fmt: skip
+
+
+def _elements_fit(column: CHType) -> str | None:
+    """Inside a structured column every element type must take a JSON value."""
+    for arg in column.args:
+        if not isinstance(arg, CHType):
+            continue
+        inner = arg.inner
+        if inner.name not in _ELEMENT_COLUMNS:
+            return f"{arg} cannot hold a JSON value"
+        found = _elements_fit(inner)
+        if found:
+            return found
+    return None
+
+
+def check_compatible(
+    field_type: FieldType,
+    column: CHType,
+    field: str | None = None,
+    column_name: str | None = None,
+) -> str | None:
+    """None when `field_type` values fit `column`; else a sentence saying why not, naming the
+    field and the column when given."""
+    subject = (
+        f"field {field!r} ({field_type.value}) cannot go into column {column_name!r} ({column})"
+        if field is not None and column_name is not None
+        else f"a {field_type.value} field cannot be written to a {column} column"
+    )
+    bad = unwritable_part(column)
+    if bad is not None:
+        return f"{subject}: {bad[0]} is not supported: {bad[1]}"
     inner = column.inner
-    if inner.name in _COMPATIBLE[field_type]:
-        return None
-    allowed = ", ".join(sorted(_COMPATIBLE[field_type]))
-    return f"a {field_type.value} field cannot be written to a {column} column (allowed: {allowed})"
+    if inner.name not in _COMPATIBLE[field_type]:
+        allowed = ", ".join(sorted(_COMPATIBLE[field_type]))
+        article = "an" if field_type.value[0] in "aeiou" else "a"
+        return f"{subject} ({article} {field_type.value} field can go into: {allowed})"
+    if inner.name in STRUCTURED_COLUMNS:
+        if field_type is FieldType.MAP and inner.name == "Tuple" and not _named_tuple(inner):
+            return f"{subject}: a JSON object fills a named Tuple(a T, b U) only"
+        problem = _elements_fit(inner)
+        if problem:
+            return f"{subject}: {problem}"
+    return None
+
+
+def _named_tuple(t: CHType) -> bool:
+    return bool(t.args) and all(isinstance(a, CHType) and a.element for a in t.args)

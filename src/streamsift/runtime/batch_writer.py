@@ -22,17 +22,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamsift.config.kafka_security import is_secret_property
 from streamsift.config.models import Pipeline
 from streamsift.config.rows import SORT_KEY as OUTPUT_SORT_KEY
 from streamsift.runtime.progress import LATENCY_SECONDS, Buckets, SinkCounts
 from streamsift.runtime.query import read_spec
+from streamsift.runtime.schema_drift import complete_added_columns, drift_enabled
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import code_of, row_error
 from streamsift.sinks.dlq import DLQ_ARROW_SCHEMA
 from streamsift.sources.fetch import Message, Position, fetch_messages
+from streamsift.transforms.column_values import shape_columns
 from streamsift.transforms.event_time import AHEAD_OF_KAFKA_TIMESTAMP, FUTURE_EVENT_TIME
 from streamsift.transforms.parse import is_required_field_error
 from streamsift.transforms.registry_decode import decode_error_class
+from streamsift.transforms.schema_drift import NEW_FIELDS
 
 log = logging.getLogger("streamsift.runtime")
 
@@ -72,16 +76,26 @@ class BatchWriter:
     def write(self, data: pa.Table, query_id: str, batch_id: int, part: str) -> SinkCounts:
         if data.num_rows == 0:
             return SinkCounts()
+        if drift_enabled(self.pipeline):
+            data = complete_added_columns(data, self.pipeline)
         # Rows in SORT_KEY order, by index: only the columns each use needs are copied (the
         # mapped ones for the table; the metadata and raw message for dead letters).
         order = pc.sort_indices(data.select(OUTPUT_SORT_KEY), sort_keys=SORT_KEY)
         bad_mask = pc.is_valid(data.column("_error")).take(order)
         good = order.filter(pc.invert(bad_mask))
         sink = self.pipeline.sink
-        out = data.select([m.column for m in sink.mapping]).take(good)
+        shaped = shape_columns(
+            data.select([m.column for m in sink.mapping]).take(good),
+            [(m.column, m.ch_type) for m in sink.mapping],
+        )
+        # Rows with a value their column cannot take (shape_columns) are left out, in a
+        # deterministic way, so a re-run cuts the same chunks; `kept` maps back to `good`.
+        kept = pa.array([i for i in range(len(good)) if i not in shaped.errors], pa.int64())
+        out = shaped.table.take(kept) if shaped.errors else shaped.table
         prefix = f"{query_id}:{batch_id}:{part}"
-        refused: list[int] = []
-        reasons: dict[int, str] = {}
+        refused: list[int] = sorted(shaped.errors)
+        reasons: dict[int, str] = dict(shaped.errors)
+        classes: dict[int, str] = dict.fromkeys(shaped.errors, "type_mismatch")
         secrets = pipeline_secrets(self.pipeline)
         size = sink.max_batch_size
         for i, start in enumerate(range(0, out.num_rows, size)):
@@ -89,14 +103,24 @@ class BatchWriter:
                 sink.table, out.slice(start, size), f"{prefix}:rows:{i}"
             )
             for f in failures:
-                refused.append(start + f.index)
-                reasons[start + f.index] = row_error(f.code, f.message, secrets)
+                at = kept[start + f.index].as_py()
+                refused.append(at)
+                reasons[at] = row_error(f.code, f.message, secrets)
             self._fault_point()
         dead = self._dead_letters(data.take(order.filter(bad_mask)), None, None)
         if refused:
+            refused.sort()
             refused_rows = data.take(good.take(pa.array(refused, pa.int64())))
             dead = pa.concat_tables(
-                [dead, self._dead_letters(refused_rows, "sink", [reasons[i] for i in refused])]
+                [
+                    dead,
+                    self._dead_letters(
+                        refused_rows,
+                        "sink",
+                        [reasons[i] for i in refused],
+                        [classes.get(i) for i in refused],
+                    ),
+                ]
             )
             log.warning("%d rows refused by ClickHouse went to the DLQ", len(refused))
         for i, start in enumerate(range(0, dead.num_rows, size)):
@@ -106,26 +130,34 @@ class BatchWriter:
         late = pc.sum(data.column("_late").take(good).cast(pa.int64())).as_py() or 0
         written = data.column("_kafka_ts").take(good)
         if refused:
-            kept = np.ones(len(written), dtype=bool)
-            kept[refused] = False
-            written = written.filter(pa.array(kept))
+            kept_mask = np.ones(len(written), dtype=bool)
+            kept_mask[refused] = False
+            written = written.filter(pa.array(kept_mask))
         return SinkCounts(
-            out.num_rows - len(refused),
+            len(good) - len(refused),
             dead.num_rows,
             late,
             dead_letters_by_class(dead),
             latency_since(written, time.time()),
         )
 
-    def _dead_letters(self, bad: pa.Table, stage: str | None, errors: list[str] | None) -> pa.Table:
+    def _dead_letters(
+        self,
+        bad: pa.Table,
+        stage: str | None,
+        errors: list[str] | None,
+        given_classes: list[str | None] | None = None,
+    ) -> pa.Table:
         """`stage` None: each row's own `_stage` (parse, transform or filter), whose raw
-        message came with it; `sink`: rows ClickHouse refused, whose message is read back."""
+        message came with it; `sink`: rows ClickHouse refused (or whose value does not fit
+        the column: `given_classes`), whose message is read back."""
         n = bad.num_rows
         messages = errors if errors is not None else bad.column("_error").to_pylist()
         stages = [stage] * n if stage else bad.column("_stage").to_pylist()
+        given = given_classes or [None] * n
         classes = [
-            sink_error_class(m) if s == "sink" else error_class(m, s)
-            for m, s in zip(messages, stages, strict=True)
+            c or (sink_error_class(m) if s == "sink" else error_class(m, s))
+            for m, s, c in zip(messages, stages, given, strict=True)
         ]
         if stage == "sink":
             keys, payloads = self._originals(bad)
@@ -243,6 +275,8 @@ def error_class(message: str | None, stage: str | None = "parse") -> str:
         return "not_an_object"
     if is_required_field_error(message):
         return "missing_field"
+    if message.startswith(NEW_FIELDS):
+        return "new_fields"
     return "type_mismatch"
 
 
@@ -256,10 +290,9 @@ def pipeline_secrets(pipeline: Pipeline) -> list[str]:
     whatever an error says."""
     found = [pipeline.sink.clickhouse.password.get_secret_value()]
     for src in pipeline.inputs:
-        if src.security.password is not None:
-            found.append(src.security.password.get_secret_value())
+        found += src.security.secrets()
         registry = src.schema_registry
         if registry is not None and registry.password is not None:
             found.append(registry.password.get_secret_value())
-        found += [v for k, v in src.properties.items() if "password" in k or "secret" in k]
+        found += [v for k, v in src.properties.items() if is_secret_property(k)]
     return [s for s in found if s]

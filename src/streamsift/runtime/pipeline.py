@@ -19,7 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats, SinkCounts, lag_by_partition
 from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.registry_fields import require_fields
+from streamsift.runtime.schema_drift import SchemaDrift, drift_enabled, flagged_in, flagged_rows
 from streamsift.runtime.session import (
     STATE_STORE_CONF,
     STATE_STORE_PROVIDERS,
@@ -108,6 +109,12 @@ class PipelineRunner:
             stop=self._stop,
             connect_timeout_s=min(10.0, max(1.0, pipeline.sink.connect_timeout.total_seconds())),
         )
+        # sink.on_new_fields add_columns: the mapping extended by the columns added so far
+        self.drift = (
+            SchemaDrift(pipeline, self.checkpoint, self.writer) if drift_enabled(pipeline) else None
+        )
+        if self.drift is not None:
+            self.pipeline = pipeline = self.drift.pipeline
         self.batch_writer = BatchWriter(
             pipeline, self.writer, after_insert=fault_from_environment(driver_pid=os.getpid())
         )
@@ -135,6 +142,8 @@ class PipelineRunner:
         """Create or check the table and the DLQ table before any data moves."""
         sink = self.pipeline.sink
         columns = [(m.column, m.type) for m in sink.mapping]
+        if self.drift is not None and self.writer.table_exists(sink.table):
+            self.drift.ensure_columns()
         version = self.pipeline.replacing_version_column  # dedup mode last
         if version is not None and sink.create_table:
             self.writer.command(
@@ -320,10 +329,15 @@ class PipelineRunner:
     def _write(self, df: Any, batch_id: int) -> None:
         """Write rows and dead letters, on the driver or on the executors (see __init__)."""
         qid = self._query_id_from_checkpoint()
-        writer = self.batch_writer
         if self.driver_inserts:
-            counts = writer.write(df.toArrow(), qid, batch_id, "driver")
+            data = df.toArrow()
+            self._add_columns(lambda: flagged_in(data), batch_id)
+            counts = self.batch_writer.write(data, qid, batch_id, "driver")
         else:
+            if self.drift is not None:  # read the batch once for both passes
+                df = df.persist()
+                self._add_columns(lambda: flagged_rows(df), batch_id)
+            writer = self.batch_writer
             with self._status_of_executor_inserts():
                 counts = sum(
                     (
@@ -332,7 +346,19 @@ class PipelineRunner:
                     ),
                     SinkCounts(),
                 )
+            if self.drift is not None:
+                df.unpersist()
         self.stats.add_counts(counts, batch_id)
+
+    def _add_columns(self, flagged: Callable[[], pa.Table], batch_id: int) -> None:
+        """Under add_columns, extend the table and the mapping by the batch's new fields
+        before any of its rows is written (runtime/schema_drift.py)."""
+        if self.drift is None:
+            return
+        rows = flagged()
+        if rows.num_rows and self.drift.extend(rows, batch_id):
+            self.pipeline = self.drift.pipeline
+            self.batch_writer = replace(self.batch_writer, pipeline=self.pipeline)
 
     @contextlib.contextmanager
     def _status_of_executor_inserts(self) -> Iterator[None]:

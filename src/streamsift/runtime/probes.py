@@ -27,6 +27,7 @@ from streamsift.config.base import IDENTIFIER
 from streamsift.config.models import ClickHouseConnection, KafkaSecurity
 from streamsift.errors import NotFoundError, PermanentError, StreamsiftError, TransientError
 from streamsift.runtime.dead_letters import EmbeddedClickHouseBusy
+from streamsift.sources.kafka_auth import AuthRefusals, client_config
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_SAMPLES = 100
@@ -78,21 +79,37 @@ class SampleMessage:
     error: str | None  # why the value could not be decoded
 
 
-def _consumer(servers: str, security: KafkaSecurity, timeout_s: float) -> Consumer:
+def _consumer(
+    servers: str, security: KafkaSecurity, timeout_s: float, refusals: AuthRefusals | None = None
+) -> Consumer:
     return Consumer(
-        {
-            "bootstrap.servers": servers,
-            "group.id": "streamsift-probe",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "socket.connection.setup.timeout.ms": max(1000, int(timeout_s * 1000)),
-            "logger": logging.getLogger("streamsift.kafka.librdkafka"),
-            **security.librdkafka(),
-        }
+        client_config(
+            {
+                "bootstrap.servers": servers,
+                "group.id": "streamsift-probe",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "socket.connection.setup.timeout.ms": max(1000, int(timeout_s * 1000)),
+                "logger": logging.getLogger("streamsift.kafka.librdkafka"),
+                **({"error_cb": refusals} if refusals is not None else {}),
+                **security.librdkafka(),
+            }
+        )
     )
 
 
-def _no_answer(servers: str, timeout_s: float, exc: KafkaException | None) -> KafkaUnreachable:
+def _no_answer(
+    servers: str,
+    timeout_s: float,
+    exc: KafkaException | None,
+    security: KafkaSecurity | None = None,
+    refusals: AuthRefusals | None = None,
+) -> KafkaUnreachable:
+    if refusals is not None and refusals.reason is not None and security is not None:
+        return KafkaUnreachable(
+            f"Kafka at {servers} refused the connection with {security.describe()}: "
+            f"{refusals.reason}"
+        )
     reason = exc.args[0].str() if exc is not None and exc.args else "no metadata"
     return KafkaUnreachable(f"Kafka at {servers} did not answer within {timeout_s:.0f} s: {reason}")
 
@@ -101,11 +118,13 @@ def kafka_metadata(
     servers: str, security: KafkaSecurity, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> KafkaMetadata:
     """The brokers and topics a Kafka cluster reports (internal `__` topics left out)."""
-    consumer = _consumer(servers, security, timeout_s)
+    refusals = AuthRefusals()
+    consumer = _consumer(servers, security, timeout_s, refusals)
     try:
         md = consumer.list_topics(timeout=timeout_s)
     except KafkaException as exc:
-        raise _no_answer(servers, timeout_s, exc) from None
+        consumer.poll(0)  # serves the error callback
+        raise _no_answer(servers, timeout_s, exc, security, refusals) from None
     finally:
         consumer.close()
     brokers = tuple(sorted(f"{b.host}:{b.port}" for b in md.brokers.values()))

@@ -43,6 +43,7 @@ from streamsift.transforms.dedup_store import PartitionStore, local_cache_root
 from streamsift.transforms.event_time import future_event_time_errors
 from streamsift.transforms.parse import FieldSpec, require_present, required_fields
 from streamsift.transforms.registry_decode import SchemaLookup, make_parser
+from streamsift.transforms.schema_drift import flag_new_fields
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
     from streamsift.config.models import Dedup, Schema
@@ -82,6 +83,7 @@ class SourceProcessor:
     # Dedup state on shared storage (a cluster, or runtime.state_location): a directory or
     # URL; the executor's RocksDB is then only a cache of it (transforms/dedup_store.py).
     state_url: str | None = None
+    flag_new_fields: bool = False  # sink.on_new_fields add_columns/dlq (transforms/schema_drift)
 
     @classmethod
     def build(
@@ -93,6 +95,7 @@ class SourceProcessor:
         source_format: str = "json",
         schemas: SchemaLookup | None = None,
         state_url: str | None = None,
+        flag_new_fields: bool = False,
     ) -> SourceProcessor:
         """`state_dir` is the checkpoint's `dedup` directory; other modes keep theirs beside it
         (`dedup-last`, `dedup-exact`), so changing the mode starts from an empty state. With
@@ -116,6 +119,7 @@ class SourceProcessor:
             format=source_format,
             schemas=schemas,
             state_url=state_url if dedup else None,
+            flag_new_fields=flag_new_fields,
         )
 
     @property
@@ -161,6 +165,8 @@ class SourceProcessor:
         late = [False] * n
         if self.dedups:
             keep, late = self._dedup(records, table, event_time, errors)
+        if self.flag_new_fields:  # after dedup: a re-sent record is still a duplicate
+            flag_new_fields(records.values, errors, keep, frozenset(f.path for f in self.fields))
         # Dead letters carry no event time, so they never move the join's watermark.
         event_time = pc.if_else(
             pa.array([e is None for e in errors], pa.bool_()),

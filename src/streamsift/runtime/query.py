@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamsift.config.models import Dedup, FieldRef, KafkaSource, Pipeline, source_scope
+from streamsift.config.models import (
+    Dedup,
+    FieldRef,
+    KafkaSource,
+    NewFields,
+    Pipeline,
+    source_scope,
+)
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, PRE_ERROR, RIGHT_RECORD_COLUMNS
 from streamsift.runtime.processor import SourceProcessor
 from streamsift.runtime.registry_fields import schema_lookup
@@ -122,6 +129,7 @@ def read_source(
         source_format=src.format.value,
         schemas=schema_lookup(src),
         state_url=state_url,
+        flag_new_fields=pipeline.sink.on_new_fields is not NewFields.IGNORE,
     )
     spec = read_spec(pipeline, src)
     if new_query:

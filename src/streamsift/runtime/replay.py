@@ -47,6 +47,7 @@ from streamsift.sinks.dlq_store import (
     DlqStore,
     digest,
 )
+from streamsift.transforms.column_values import shape_columns
 from streamsift.transforms.parse import (
     FieldSpec,
     require_present,
@@ -306,7 +307,16 @@ class Replayer:
             else:
                 failures[i] = ("parse", error_class(error), error)
         parsed = result.table.take(pa.array(good, pa.int64()))
-        return Outcome(self._map(parsed, [letters[i] for i in good]), good, failures)
+        mapping = self.pipeline.sink.mapping
+        shaped = shape_columns(
+            self._map(parsed, [letters[i] for i in good]),
+            [(m.column, m.ch_type) for m in mapping],
+        )
+        for j, reason in shaped.errors.items():
+            failures[good[j]] = ("sink", "type_mismatch", reason)
+        kept = [j for j in range(len(good)) if j not in shaped.errors]
+        rows = shaped.table.take(pa.array(kept, pa.int64())) if shaped.errors else shaped.table
+        return Outcome(rows, [good[j] for j in kept], failures)
 
     def _map(self, parsed: pa.Table, letters: Sequence[DeadLetter]) -> pa.Table:
         """Parsed fields (and Kafka metadata) to the sink's columns, as the pipeline maps them."""

@@ -1,7 +1,7 @@
 """Credentials at rest: the secrets of a pipeline document, encrypted with Fernet.
 
 The secrets of a document are the values of its `SecretStr` fields (the ClickHouse password,
-a Kafka SASL password) and the Kafka `properties` whose name says password or secret; they
+a Kafka SASL password) and the Kafka `properties` that hold one (`is_secret_property`); they
 are found by walking the validated model beside the raw document, so a new `SecretStr`
 field is covered without a change here. In a stored document each one is replaced by
 `{"$secret": "<Fernet token>"}`; `mask` shows it as "***".
@@ -22,6 +22,7 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel, SecretStr
 
+from streamsift.config.kafka_security import is_secret_property
 from streamsift.errors import ConfigurationError
 
 KEY_ENV = "STREAMSIFT_SECRET_KEY"
@@ -56,7 +57,7 @@ def secret_paths(model: BaseModel, raw: Any, path: DocPath = ()) -> Iterator[Doc
                     yield from secret_paths(item, sub_item, (*path, key, i))
         elif name == "properties" and isinstance(sub, dict):
             for prop in sub:
-                if "password" in prop.lower() or "secret" in prop.lower():
+                if is_secret_property(prop):
                     yield (*path, key, prop)
 
 

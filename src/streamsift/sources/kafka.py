@@ -31,6 +31,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from streamsift.sources.errors import SourceError, SourceUnavailable
+from streamsift.sources.kafka_auth import AuthRefusals, client_config, describe_security
 
 FETCH_CHUNK = 50_000
 # A consumer that gets nothing for this long while the range's messages exist is replaced by
@@ -74,7 +75,7 @@ class KafkaReadSpec:
         }
         conf.update(self.properties)
         conf.update(extra)
-        return conf
+        return client_config(conf)
 
     def identity(self) -> str:
         """Tells specs apart without holding their secrets in plain text."""
@@ -140,6 +141,19 @@ def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:
     return {k: int(offsets[k]) for k in sorted(offsets, key=lambda k: parse_offset_key(k))}
 
 
+def make_consumer(spec: KafkaReadSpec, **extra: Any) -> Consumer:
+    """A consumer for `spec`; settings librdkafka refuses (e.g. a SASL mechanism this build
+    lacks) are a SourceError naming the security setting, not a retry."""
+    try:
+        return Consumer(spec.consumer_config(**extra))
+    except KafkaException as exc:
+        error = exc.args[0]
+        reason = error.str() if hasattr(error, "str") else str(error)
+        raise SourceError(
+            f"cannot make a Kafka client with {describe_security(spec.properties)}: {reason}"
+        ) from None
+
+
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans micro-batches on the driver and reads partition ranges on executors.
 
@@ -152,6 +166,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.spec = spec
         self.processor = processor
         self._probe: Consumer | None = None
+        self._refusals = AuthRefusals()
         self._target: dict[str, int] | None = None
         self._known_ends: dict[str, int] = {}
         self._latest: dict[str, int] | None = None
@@ -165,8 +180,23 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _consumer(self) -> Consumer:
         if self._probe is None:
-            self._probe = Consumer(self.spec.consumer_config())
+            self._refusals = AuthRefusals()
+            self._probe = make_consumer(self.spec, error_cb=self._refusals)
         return self._probe
+
+    def _check_refused(self) -> None:
+        """A broker that refuses our authentication or TLS will not change its mind: say so
+        now, naming the security setting, instead of waiting out the connect timeout."""
+        if self._probe is None:
+            return
+        self._probe.poll(0)  # serves the error callback
+        reason = self._refusals.reason
+        if reason is not None:
+            raise SourceError(
+                f"Kafka at {self.spec.bootstrap_servers} refused the connection (reading topic "
+                f"'{self.spec.topic}') with {describe_security(self.spec.properties)}: {reason}; "
+                "check source.security against the broker's listener"
+            )
 
     def _partitions(self) -> list[int]:
         """The topic's partitions, waiting up to the connect timeout for the broker to answer.
@@ -180,6 +210,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             try:
                 md = self._consumer().list_topics(self.spec.topic, timeout=5)
             except KafkaException as exc:
+                self._check_refused()
                 last_error = exc
                 time.sleep(0.5)
                 continue
@@ -193,7 +224,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             time.sleep(0.5)
         raise SourceUnavailable(
             f"Kafka at {self.spec.bootstrap_servers} did not answer for topic "
-            f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s: "
+            f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s "
+            f"({describe_security(self.spec.properties)}): "
             f"{last_error or 'no metadata for the topic'}"
         )
 

@@ -77,7 +77,7 @@ def parse_timestamp(value: Any) -> datetime:
         except (OverflowError, OSError, ValueError) as exc:
             raise ValueTypeError(f"timestamp {value} is out of range") from exc
     if not isinstance(value, str):
-        raise ValueTypeError(f"expected a timestamp, got {_json_kind(value)}")
+        raise ValueTypeError(f"expected a timestamp, got {json_kind(value)}")
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
@@ -88,7 +88,7 @@ def parse_timestamp(value: Any) -> datetime:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -123,22 +123,21 @@ def convert_value(value: Any, ftype: FieldType) -> Any:
     elif ftype is FieldType.TIMESTAMP:
         return parse_timestamp(value)
     elif ftype is FieldType.ARRAY:
-        if isinstance(value, list):
-            if all(isinstance(v, str) or v is None for v in value):
-                return value
-            raise ValueTypeError("expected an array of strings")
+        if isinstance(value, list):  # elements other than strings travel as JSON text
+            return [v if isinstance(v, str) or v is None else _json_text(v) for v in value]
     elif ftype is FieldType.MAP:
         if isinstance(value, dict):
             return [
-                (
-                    str(k),
-                    v if isinstance(v, str) or v is None else json.dumps(v, separators=(",", ":")),
-                )
+                (str(k), v if isinstance(v, str) or v is None else _json_text(v))
                 for k, v in value.items()
             ]
     elif ftype is FieldType.JSON:
-        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-    raise ValueTypeError(f"expected {ftype.value}, got {_json_kind(value)}")
+        return value if isinstance(value, str) else _json_text(value)
+    raise ValueTypeError(f"expected {ftype.value}, got {json_kind(value)}")
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 class JsonParser:
@@ -191,6 +190,8 @@ class JsonParser:
             col = nested.column(f.parts[0])
             for part in f.parts[1:]:
                 col = pc.struct_field(col, part)
+            if len(f.parts) > 1:  # a literal dotted key, where present, wins (see `lookup`)
+                col = pc.coalesce(nested.column(f.path), col)
             columns.append(col.cast(ARROW_TYPES[f.type]))
         return pa.Table.from_arrays(columns, schema=self.schema)
 
@@ -234,7 +235,7 @@ def decode_object(raw: bytes | None) -> tuple[dict[str, Any] | None, str | None]
     except json.JSONDecodeError as exc:
         return None, f"malformed JSON: {exc.msg} at position {exc.pos}"
     if not isinstance(doc, dict):
-        return None, f"payload must be a JSON object, got {_json_kind(doc)}"
+        return None, f"payload must be a JSON object, got {json_kind(doc)}"
     return doc, None
 
 
@@ -242,13 +243,15 @@ def lookup(doc: dict[str, Any], parts: Sequence[str], literal_dots: bool = False
     """The value at a dot path: None when a step is missing or null; a step that is a
     scalar or an array where an object is needed is a type mismatch, at any depth.
     `literal_dots`: see `JsonParser`."""
+    if len(parts) > 1 and (literal := ".".join(parts)) in doc:
+        return doc[literal]  # a key with dots in it (`{"user.id": 1}`) wins, as in GlassFlow
     value: Any = doc
     for depth, part in enumerate(parts):
         if value is None:
             return None
         if not isinstance(value, dict):
             parent = ".".join(parts[:depth])
-            raise ValueTypeError(f"'{parent}' is {_json_kind(value)}, expected an object")
+            raise ValueTypeError(f"'{parent}' is {json_kind(value)}, expected an object")
         if literal_dots and part not in value and depth < len(parts) - 1:
             return value.get(".".join(parts[depth:]))
         value = value.get(part)
@@ -270,7 +273,8 @@ def _nested_schema(fields: Sequence[FieldSpec]) -> pa.Schema:
             for name, child in node.items()
         ]
 
-    return pa.schema(build(tree))
+    literal = [pa.field(f.path, ARROW_TYPES[f.type]) for f in fields if len(f.parts) > 1]
+    return pa.schema(build(tree) + literal)
 
 
 DEDUP_KEY = "the dedup key"

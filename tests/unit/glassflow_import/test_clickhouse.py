@@ -151,15 +151,16 @@ INVALID = [
         "v3",
         "sink.mapping[0].column_type",
         "Bool",
-        "sink.mapping[0].column_type: a string field cannot be written to a Bool column (allowed: Date, Date32, "
-        "DateTime, DateTime64, Decimal, Decimal128, Decimal256, Decimal32, Decimal64, Enum16, Enum8, FixedString, "
-        "IPv4, IPv6, JSON, String, UUID)",
+        "sink.mapping[0].column_type: field 'event_id' (string) cannot go into column 'event_id' (Bool) (a string "
+        "field can go into: Date, Date32, DateTime, DateTime64, Decimal, Decimal128, Decimal256, Decimal32, "
+        "Decimal64, Enum, Enum16, Enum8, FixedString, IPv4, IPv6, JSON, String, UUID)",
     ),
     (
         "v3",
         "sink.mapping[0].column_name",
-        "user.id",
-        "sink.mapping[0].column_name: 'user.id' is not a plain column name (letters, digits, _)",
+        "user-id",
+        "sink.mapping[0].column_name: 'user-id' is not a column name (letters, digits, _; dots "
+        "join the parts of a Nested column, e.g. Events.Timestamp)",
     ),
     (
         "v3",

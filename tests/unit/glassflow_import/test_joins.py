@@ -447,10 +447,10 @@ JOIN_INVALID = [
     (
         "v1",
         "sink.table_mapping[2].column_name",
-        "user.name",
+        "user-name",
         [
-            "sink.table_mapping[2].column_name: 'user.name' is not a plain column name "
-            "(letters, digits, _)"
+            "sink.table_mapping[2].column_name: 'user-name' is not a column name (letters, "
+            "digits, _; dots join the parts of a Nested column, e.g. Events.Timestamp)"
         ],
     ),
     (

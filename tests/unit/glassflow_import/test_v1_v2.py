@@ -213,9 +213,9 @@ INVALID = [
         "v2",
         "schema.fields[1].column_type",
         "Float64",
-        "schema.fields[1].column_type: a string field cannot be written to a Float64 column (allowed: Date, Date32, "
-        "DateTime, DateTime64, Decimal, Decimal128, Decimal256, Decimal32, Decimal64, Enum16, Enum8, FixedString, "
-        "IPv4, IPv6, JSON, String, UUID)",
+        "schema.fields[1].column_type: field 'user.id' (string) cannot go into column 'user_id' (Float64) (a string "
+        "field can go into: Date, Date32, DateTime, DateTime64, Decimal, Decimal128, Decimal256, Decimal32, "
+        "Decimal64, Enum, Enum16, Enum8, FixedString, IPv4, IPv6, JSON, String, UUID)",
     ),
     (
         "v2",

@@ -199,7 +199,7 @@ def read_column(
     if ch is None:
         return None
     if field is not None and field.type is not None:
-        problem = check_compatible(field.type, ch)
+        problem = check_compatible(field.type, ch, col.field, str(col.column))
         if problem:
             r.problem(tpath, problem)
             ok = False

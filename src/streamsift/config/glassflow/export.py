@@ -28,6 +28,7 @@ from streamsift.config.models import (
     Dedup,
     DedupMode,
     JoinType,
+    KafkaSecurity,
     KafkaSource,
     Pipeline,
 )
@@ -190,6 +191,7 @@ def _source(src: KafkaSource, where: str, notes: list[str]) -> dict[str, Any]:
         notes.append(
             f"{where}.security.ca_file: a file path, not the PEM GlassFlow's root_ca holds; left out"
         )
+    conn.update(_auth_extras(security, where, notes))
     if src.properties:
         notes.append(
             f"{where}.properties: librdkafka properties have no GlassFlow v3 form; left out"
@@ -230,6 +232,36 @@ def _source(src: KafkaSource, where: str, notes: list[str]) -> dict[str, Any]:
             f"from the registry's latest {src.topic}-value schema"
         )
     return out
+
+
+def _auth_extras(security: KafkaSecurity, where: str, notes: list[str]) -> dict[str, Any]:
+    """Kerberos, mutual TLS, an inline CA and AWS IAM in GlassFlow's connection_params."""
+    extra: dict[str, Any] = {}
+    if security.ca_pem:
+        extra["root_ca"] = security.ca_pem
+    if security.client_cert_pem and security.client_key_pem:
+        extra["client_cert"] = security.client_cert_pem
+        extra["client_key"] = security.client_key_pem.get_secret_value()
+    elif security.client_cert_file is not None:
+        notes.append(f"{where}.security.client_cert_file: files are not exported; left out")
+    kerberos = security.kerberos
+    if kerberos is not None:
+        user, _, realm = kerberos.principal.partition("@")
+        extra.update(username=user, kerberos_service_name=kerberos.service_name)
+        if realm:
+            extra["kerberos_realm"] = realm
+        if kerberos.keytab_base64 is not None:
+            extra["kerberos_keytab"] = kerberos.keytab_base64.get_secret_value()
+        else:
+            extra["kerberos_keytab"] = str(kerberos.keytab)
+        if kerberos.krb5_config_text or kerberos.krb5_config:
+            extra["kerberos_config"] = kerberos.krb5_config_text or str(kerberos.krb5_config)
+    oauth = security.oauthbearer
+    if oauth is not None and oauth.token_provider == "aws_msk_iam":
+        extra.update(iam_enable=True, iam_region=oauth.args.get("region", ""))
+    elif oauth is not None:
+        notes.append(f"{where}.security.oauthbearer: GlassFlow has no OAUTHBEARER form; left out")
+    return extra
 
 
 def _dedup(dedup: Dedup, source_id: str, where: str, notes: list[str]) -> dict[str, Any] | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from streamsift.config.glassflow.formats import refuse_format
@@ -12,7 +14,8 @@ _SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 _PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _NO_MECHANISM = ("", "NO_AUTH", "NONE")
-_CLIENT_CERTIFICATE_KEYS = ("client_cert", "client_key", "tls_cert", "tls_key")
+_CERT_KEYS = ("client_cert", "tls_cert")
+_KEY_KEYS = ("client_key", "tls_key")
 
 
 def refuse_source_kind(kind_value: object, path: str) -> list[str]:
@@ -133,9 +136,18 @@ def read_security(
     if mechanism == "GSSAPI" or any(
         not blank(conn.get(k)) for k in ("kerberos_service_name", "kerberos_keytab")
     ):
-        r.problem(f"{path}.mechanism", "GSSAPI (Kerberos) authentication is not supported yet")
+        if protocol not in _SASL_PROTOCOLS:
+            r.problem(
+                f"{path}.protocol",
+                f"GSSAPI needs protocol SASL_PLAINTEXT or SASL_SSL, got {protocol}",
+            )
+        else:
+            security["mechanism"] = "GSSAPI"
+            kerberos = read_kerberos(r, conn, path)
+            if kerberos is not None:
+                security["kerberos"] = kerberos
     elif conn.get("iam_enable"):
-        r.problem(f"{path}.iam_enable", "AWS IAM authentication is not supported yet")
+        security.update(read_aws_iam(r, conn, path))
     elif protocol in _SASL_PROTOCOLS:
         security.update(read_sasl(r, conn, path, protocol, mechanism))
     elif mechanism not in _NO_MECHANISM and not skip_auth:
@@ -146,13 +158,7 @@ def read_security(
         )
     if r.flag(conn, "skip_tls_verification", f"{path}.skip_tls_verification"):
         security["skip_tls_verification"] = True
-    for key in _CLIENT_CERTIFICATE_KEYS:
-        if not blank(conn.get(key)):
-            r.problem(
-                f"{path}.{key}",
-                "client certificates (mutual TLS) are not imported: save the certificate and key "
-                "to files and set source.properties ssl.certificate.location and ssl.key.location",
-            )
+    security.update(read_client_certificate(r, conn, path, protocol))
     properties: dict[str, str] = {}
     root_ca = conn.get("root_ca")
     if not blank(root_ca):
@@ -189,3 +195,83 @@ def read_sasl(
     if isinstance(password, str) and password:
         security["password"] = password
     return security
+
+
+def read_kerberos(r: Reader, conn: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """GlassFlow's Kerberos fields as our `security.kerberos`: the principal is the username
+    in the realm; the keytab and krb5.conf are files or, as GlassFlow's UI stores them, inline
+    (the keytab base64, possibly as a data URL)."""
+    out: dict[str, Any] = {}
+    service = r.text(conn, "kerberos_service_name", f"{path}.kerberos_service_name")
+    out["service_name"] = service or "kafka"
+    username = r.text(conn, "username", f"{path}.username")
+    realm = r.text(conn, "kerberos_realm", f"{path}.kerberos_realm")
+    if not username:
+        r.problem(f"{path}.username", "GSSAPI needs the Kerberos user (username)")
+        return None
+    out["principal"] = username if "@" in username or not realm else f"{username}@{realm}"
+    keytab = r.text(conn, "kerberos_keytab", f"{path}.kerberos_keytab")
+    if not keytab:
+        r.problem(f"{path}.kerberos_keytab", "GSSAPI needs the keytab (kerberos_keytab)")
+        return None
+    if _is_path(keytab):
+        out["keytab"] = keytab
+    else:
+        inline = keytab.split("base64,", 1)[1] if keytab.startswith("data:") else keytab
+        try:
+            base64.b64decode("".join(inline.split()), validate=True)
+        except binascii.Error:
+            r.problem(f"{path}.kerberos_keytab", "neither a file path nor a base64 keytab")
+            return None
+        out["keytab_base64"] = "".join(inline.split())
+    config = r.text(conn, "kerberos_config", f"{path}.kerberos_config")
+    if config:
+        out["krb5_config" if _is_path(config) else "krb5_config_text"] = config
+    return out
+
+
+def read_aws_iam(r: Reader, conn: dict[str, Any], path: str) -> dict[str, Any]:
+    """AWS MSK IAM (`iam_enable`): SASL_SSL + OAUTHBEARER with the aws_msk_iam token callback."""
+    region = r.text(conn, "iam_region", f"{path}.iam_region") or r.text(
+        conn, "aws_region", f"{path}.aws_region"
+    )
+    if not region:
+        r.problem(f"{path}.iam_region", "AWS IAM authentication needs the cluster's region")
+        return {}
+    return {
+        "protocol": "SASL_SSL",
+        "mechanism": "OAUTHBEARER",
+        "oauthbearer": {"token_provider": "aws_msk_iam", "args": {"region": region}},
+    }
+
+
+def read_client_certificate(
+    r: Reader, conn: dict[str, Any], path: str, protocol: str
+) -> dict[str, Any]:
+    """Mutual TLS: GlassFlow's client certificate and key (PEM, or base64 of PEM)."""
+    found: dict[str, Any] = {}
+    for keys, ours in ((_CERT_KEYS, "client_cert_pem"), (_KEY_KEYS, "client_key_pem")):
+        key = next((k for k in keys if not blank(conn.get(k))), None)
+        if key is None:
+            continue
+        pem = r.parsed(conn[key], f"{path}.{key}", decode_pem)
+        if pem is not None:
+            found[ours] = pem
+    if found and protocol not in ("SSL", "SASL_SSL"):
+        r.problem(
+            f"{path}.protocol",
+            f"a client certificate needs protocol SSL or SASL_SSL, got {protocol}",
+        )
+        return {}
+    if len(found) == 1:
+        missing = "client_key" if "client_cert_pem" in found else "client_cert"
+        r.problem(f"{path}.{missing}", "mutual TLS needs both client_cert and client_key")
+        return {}
+    password = conn.get("client_key_password")
+    if found and isinstance(password, str) and password:
+        found["client_key_password"] = password
+    return found
+
+
+def _is_path(text: str) -> bool:
+    return "\n" not in text and text.startswith(("/", "./", "~/")) and len(text) < 4096
