@@ -17,6 +17,7 @@ from typing import Any
 
 from streamsift.config.types import FieldType
 from streamsift.transforms.parse import ValueTypeError, parse_timestamp
+from streamsift.transforms.schema_drift import kind_of
 
 MAX_EXAMPLES = 3
 _SEGMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
@@ -109,17 +110,14 @@ def _drop_object_prefixes(seen: dict[str, _Seen]) -> None:
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "timestamp" if _looks_like_timestamp(value) else "string"
-    if isinstance(value, list):
+    """A sample value's field type: schema drift's JSON kinds, except that inference guesses
+    timestamps from text (drift never does) and reads objects as maps."""
+    kind = kind_of(value)
+    if kind == "string" and _looks_like_timestamp(value):
+        return "timestamp"
+    if kind.startswith("array"):
         return "array"
-    return "map"
+    return "map" if kind == "object" else kind
 
 
 def _looks_like_timestamp(text: str) -> bool:
