@@ -165,7 +165,7 @@ def test_wizard_shows_each_problem_next_to_its_field_on_a_phone(
     )
     column_type.fill("Int64")
     expect(page.locator("[id^=map-][id$=-type-error]").first).to_contain_text(
-        "a string field cannot be written to a Int64 column"
+        "field 'event_id' (string) cannot go into column 'event_id' (Int64)"
     )
     no_sideways_scroll(page)
     every_control_labelled(page)
