@@ -36,6 +36,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # shown next to the field) and to test connections (503 when nothing answers, 502 when the
 # other side refuses: shown in words), so those lines are expected; 500 (the API's own
 # failure) never is, nor is any other console error.
+ROWS_TIMEOUT_MS = 240_000  # a pipeline's first rows: a Spark driver starts first
 EXPECTED_STATUS = re.compile(r"the server responded with a status of (4\d\d|502|503) ")
 
 
@@ -184,3 +185,24 @@ def every_control_labelled(page: Any) -> None:
           .map((e) => e.outerHTML.slice(0, 160))"""
     )
     assert not unnamed, f"controls without a label: {unnamed}"
+
+
+def wait_for_text(
+    page: Any, locator: Any, text: str, timeout_s: float = ROWS_TIMEOUT_MS / 1000
+) -> None:
+    """Wait until `locator` shows `text`; fail at once, with its error, if the pipeline fails."""
+    deadline = time.monotonic() + timeout_s
+    while (shown := locator.inner_text().strip()) != text:
+        failed = page.locator(".state.failed")
+        assert not failed.count(), (
+            f"the pipeline failed: {page.locator('.error-text, .message.error').all_inner_texts()}"
+        )
+        assert time.monotonic() < deadline, (
+            f"still {shown!r}, not {text!r}, after {timeout_s:.0f} s"
+        )
+        page.wait_for_timeout(500)
+
+
+def error_of(page: Any, field_id: str) -> Any:
+    """The message shown next to the field `field_id`."""
+    return page.locator(f"#{field_id}-error")

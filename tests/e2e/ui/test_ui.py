@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,19 @@ from streamsift.api.routers import ui as ui_router
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker, free_port
 
-from .conftest import every_control_labelled, no_sideways_scroll, open_page, shot
+from .conftest import (
+    error_of,
+    every_control_labelled,
+    no_sideways_scroll,
+    open_page,
+    shot,
+    wait_for_text,
+)
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
-ROWS_TIMEOUT_MS = 240_000  # a pipeline's first rows: a Spark driver starts first
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "pipelines"
 
 
@@ -58,27 +63,6 @@ def produce(
     for raw in extra:
         producer.produce(topic, key=b"bad", value=raw)
     assert producer.flush(30) == 0
-
-
-def wait_for_text(
-    page: Any, locator: Any, text: str, timeout_s: float = ROWS_TIMEOUT_MS / 1000
-) -> None:
-    """Wait until `locator` shows `text`; fail at once, with its error, if the pipeline fails."""
-    deadline = time.monotonic() + timeout_s
-    while (shown := locator.inner_text().strip()) != text:
-        failed = page.locator(".state.failed")
-        assert not failed.count(), (
-            f"the pipeline failed: {page.locator('.error-text, .message.error').all_inner_texts()}"
-        )
-        assert time.monotonic() < deadline, (
-            f"still {shown!r}, not {text!r}, after {timeout_s:.0f} s"
-        )
-        page.wait_for_timeout(500)
-
-
-def error_of(page: Any, field_id: str) -> Any:
-    """The message shown next to the field `field_id`."""
-    return page.locator(f"#{field_id}-error")
 
 
 def test_root_says_so_when_the_ui_was_not_built(
