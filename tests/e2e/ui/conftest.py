@@ -28,6 +28,7 @@ from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
+expect_ = playwright_sync.expect
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "ui"
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -206,3 +207,14 @@ def wait_for_text(
 def error_of(page: Any, field_id: str) -> Any:
     """The message shown next to the field `field_id`."""
     return page.locator(f"#{field_id}-error")
+
+
+def deploy_from_review(page: Any, name: str, *in_yaml: str) -> None:
+    """On the wizard's review step: name the pipeline, see `in_yaml` in its document, Deploy,
+    and land on its page."""
+    page.get_by_label("Pipeline name").fill(name)
+    review = page.get_by_test_id("review-yaml")
+    for text in in_yaml:
+        expect_(review).to_contain_text(text)
+    page.get_by_role("button", name="Deploy").click()
+    expect_(page.get_by_role("heading", name=name)).to_be_visible()

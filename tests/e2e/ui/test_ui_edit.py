@@ -24,7 +24,13 @@ from confluent_kafka import Producer
 from streamsift.embedded.broker import Broker
 from streamsift.embedded.clickhouse_server import spawn_server
 
-from .conftest import every_control_labelled, no_sideways_scroll, shot, wait_for_text
+from .conftest import (
+    deploy_from_review,
+    every_control_labelled,
+    no_sideways_scroll,
+    shot,
+    wait_for_text,
+)
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -97,11 +103,7 @@ def test_edit_a_stopped_pipeline_then_replay_its_dead_letters_and_purge(
     page.get_by_label("Type of column amount").fill("Float64")  # the table holds decimals
     page.get_by_role("button", name="Next", exact=True).click()
     name = f"edit-{topic.replace('_', '-')}"[:60]
-    page.get_by_label("Pipeline name").fill(name)
-    expect(page.get_by_test_id("review-yaml")).to_contain_text("mode: last")
-    page.get_by_role("button", name="Deploy").click()
-
-    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    deploy_from_review(page, name, "mode: last")
     wait_for_text(page, page.locator("[data-figure=written]"), str(total - len(fixable)))
     expect(page.locator("[data-figure=dlq]")).to_have_text(str(len(fixable)), timeout=30_000)
     document = httpx.get(f"{ui_server}/api/v1/pipelines/{name}/document", timeout=30).json()
@@ -244,12 +246,7 @@ def test_wizard_maps_onto_an_existing_table_after_a_type_warning(
     page.get_by_role("button", name="Next", exact=True).click()
 
     name = f"existing-{topic.replace('_', '-')}"[:60]
-    page.get_by_label("Pipeline name").fill(name)
-    review = page.get_by_test_id("review-yaml")
-    expect(review).to_contain_text("create_table: false")
-    expect(review).to_contain_text("field: user.no")
-    page.get_by_role("button", name="Deploy").click()
-    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    deploy_from_review(page, name, "create_table: false", "field: user.no")
     wait_for_text(page, page.locator("[data-figure=written]"), str(unique))
     expect(page.locator("[data-figure=duplicates]")).to_have_text("10")
     rows = client.query(
