@@ -244,6 +244,8 @@ export const api = {
   action: (pid: string, action: "stop" | "terminate" | "resume") =>
     post<Pipeline>(`${id(pid)}/${action}`),
   remove: (pid: string) => request<void>("DELETE", id(pid)),
+  edit: (pid: string, yaml: string, resetState: boolean) =>
+    request<Pipeline>("PUT", `${id(pid)}${resetState ? "?reset_state=true" : ""}`, { yaml }),
   create: (doc: unknown) => post<Pipeline>(P, doc),
   createYaml: (yaml: string) => request<Pipeline>("POST", P, { yaml }),
   validateYaml: (yaml: string) =>

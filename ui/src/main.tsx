@@ -6,6 +6,7 @@ import { PipelinesPage } from "./pages/PipelinesPage";
 import { PipelinePage } from "./pages/PipelinePage";
 import { DlqPage } from "./pages/DlqPage";
 import { UploadPage } from "./pages/UploadPage";
+import { EditPage } from "./pages/EditPage";
 import { Wizard } from "./wizard/Wizard";
 import "uplot/dist/uPlot.min.css";
 import "./styles.css";
@@ -46,6 +47,7 @@ function Page({ hash }: { hash: string }) {
   if (parts[0] === "new") return <Wizard />;
   if (parts[0] === "upload") return <UploadPage />;
   if (parts[0] === "p" && parts[1] && parts[2] === "dlq") return <DlqPage id={parts[1]} />;
+  if (parts[0] === "p" && parts[1] && parts[2] === "edit") return <EditPage id={parts[1]} />;
   if (parts[0] === "p" && parts[1]) return <PipelinePage id={parts[1]} />;
   return <PipelinesPage />;
 }

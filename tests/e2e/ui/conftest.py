@@ -28,6 +28,7 @@ from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
+expect_ = playwright_sync.expect
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "ui"
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -36,6 +37,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # shown next to the field) and to test connections (503 when nothing answers, 502 when the
 # other side refuses: shown in words), so those lines are expected; 500 (the API's own
 # failure) never is, nor is any other console error.
+ROWS_TIMEOUT_MS = 240_000  # a pipeline's first rows: a Spark driver starts first
 EXPECTED_STATUS = re.compile(r"the server responded with a status of (4\d\d|502|503) ")
 
 
@@ -184,3 +186,35 @@ def every_control_labelled(page: Any) -> None:
           .map((e) => e.outerHTML.slice(0, 160))"""
     )
     assert not unnamed, f"controls without a label: {unnamed}"
+
+
+def wait_for_text(
+    page: Any, locator: Any, text: str, timeout_s: float = ROWS_TIMEOUT_MS / 1000
+) -> None:
+    """Wait until `locator` shows `text`; fail at once, with its error, if the pipeline fails."""
+    deadline = time.monotonic() + timeout_s
+    while (shown := locator.inner_text().strip()) != text:
+        failed = page.locator(".state.failed")
+        assert not failed.count(), (
+            f"the pipeline failed: {page.locator('.error-text, .message.error').all_inner_texts()}"
+        )
+        assert time.monotonic() < deadline, (
+            f"still {shown!r}, not {text!r}, after {timeout_s:.0f} s"
+        )
+        page.wait_for_timeout(500)
+
+
+def error_of(page: Any, field_id: str) -> Any:
+    """The message shown next to the field `field_id`."""
+    return page.locator(f"#{field_id}-error")
+
+
+def deploy_from_review(page: Any, name: str, *in_yaml: str) -> None:
+    """On the wizard's review step: name the pipeline, see `in_yaml` in its document, Deploy,
+    and land on its page."""
+    page.get_by_label("Pipeline name").fill(name)
+    review = page.get_by_test_id("review-yaml")
+    for text in in_yaml:
+        expect_(review).to_contain_text(text)
+    page.get_by_role("button", name="Deploy").click()
+    expect_(page.get_by_role("heading", name=name)).to_be_visible()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,20 @@ from streamsift.api.routers import ui as ui_router
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker, free_port
 
-from .conftest import every_control_labelled, no_sideways_scroll, open_page, shot
+from .conftest import (
+    deploy_from_review,
+    error_of,
+    every_control_labelled,
+    no_sideways_scroll,
+    open_page,
+    shot,
+    wait_for_text,
+)
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
-ROWS_TIMEOUT_MS = 240_000  # a pipeline's first rows: a Spark driver starts first
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "pipelines"
 
 
@@ -58,27 +64,6 @@ def produce(
     for raw in extra:
         producer.produce(topic, key=b"bad", value=raw)
     assert producer.flush(30) == 0
-
-
-def wait_for_text(
-    page: Any, locator: Any, text: str, timeout_s: float = ROWS_TIMEOUT_MS / 1000
-) -> None:
-    """Wait until `locator` shows `text`; fail at once, with its error, if the pipeline fails."""
-    deadline = time.monotonic() + timeout_s
-    while (shown := locator.inner_text().strip()) != text:
-        failed = page.locator(".state.failed")
-        assert not failed.count(), (
-            f"the pipeline failed: {page.locator('.error-text, .message.error').all_inner_texts()}"
-        )
-        assert time.monotonic() < deadline, (
-            f"still {shown!r}, not {text!r}, after {timeout_s:.0f} s"
-        )
-        page.wait_for_timeout(500)
-
-
-def error_of(page: Any, field_id: str) -> Any:
-    """The message shown next to the field `field_id`."""
-    return page.locator(f"#{field_id}-error")
 
 
 def test_root_says_so_when_the_ui_was_not_built(
@@ -165,7 +150,7 @@ def test_wizard_shows_each_problem_next_to_its_field_on_a_phone(
     )
     column_type.fill("Int64")
     expect(page.locator("[id^=map-][id$=-type-error]").first).to_contain_text(
-        "a string field cannot be written to a Int64 column"
+        "field 'event_id' (string) cannot go into column 'event_id' (Int64)"
     )
     no_sideways_scroll(page)
     every_control_labelled(page)
@@ -348,6 +333,17 @@ def test_glassflow_json_uploaded_becomes_a_pipeline_with_its_password_hidden(
     page.get_by_role("button", name=f"terminate {pipeline_id}").click()
     page.get_by_role("dialog").get_by_role("button", name="Terminate").click()
     expect(page.locator(".title-row .state")).to_have_text("Stopped", timeout=120_000)
+    # saved from the editor as read back: the password stays *** there, and the API keeps
+    # the stored one for a *** (tests/integration/test_service.py)
+    page.get_by_role("link", name=f"edit {pipeline_id}").click()
+    expect(page.get_by_label("Pipeline document (YAML)")).to_have_value(
+        re.compile(r'password: "\*\*\*"')
+    )
+    expect(page.locator("#edit-doc-check")).to_contain_text("ok: ")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".message.ok")).to_contain_text("Saved as version 2.")
+    assert password not in page.content()
+    page.get_by_role("link", name=f"← {pipeline_id}").click()
     page.get_by_role("button", name=f"delete {pipeline_id}").click()
     page.get_by_role("dialog").get_by_role("button", name="Cancel").click()
     expect(page.get_by_role("heading", name=pipeline_id)).to_be_visible()
@@ -424,12 +420,7 @@ def test_wizard_join_pipeline_writes_one_row_per_matching_pair(
     page.get_by_role("button", name="Next", exact=True).click()
 
     name = f"join-{unique_name.replace('_', '-')}"[:60]
-    page.get_by_label("Pipeline name").fill(name)
-    review = page.get_by_test_id("review-yaml")
-    expect(review).to_contain_text("type: inner")
-    expect(review).to_contain_text("as: user_name")
-    page.get_by_role("button", name="Deploy").click()
-    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    deploy_from_review(page, name, "type: inner", "as: user_name")
     # every order has its user: one row each, nothing in the DLQ
     wait_for_text(page, page.locator("[data-figure=written]"), "20")
     expect(page.locator("[data-figure=dlq]")).to_have_text("0")

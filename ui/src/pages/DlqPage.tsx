@@ -71,7 +71,7 @@ export function DlqPage({ id }: { id: string }) {
         })}>Replay with the current definition</button>
         <button type="button" class="danger-outline" onClick={() => setAsking("purge")}>Purge</button>
       </div>
-      <p class="muted">Replay re-processes the pending records with the pipeline's current schema and mapping: edit the pipeline first to fix what failed.</p>
+      <p class="muted">Replay re-processes the pending records with the pipeline's current schema and mapping: <a href={`#/p/${encodeURIComponent(id)}/edit`}>edit the pipeline</a> (stopped) first to fix what failed.</p>
       {asking && (
         <Confirm question={`Purge every dead letter of ${id}?`} detail="Pending and handled ones are deleted for good." action="Purge"
           onCancel={() => setAsking(null)}

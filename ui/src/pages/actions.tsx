@@ -1,5 +1,6 @@
-// Stop / resume / terminate / delete a pipeline, each after a confirmation. Which buttons
-// show follows the lifecycle (the server still decides: a refused one says why).
+// Stop / resume / terminate / delete a pipeline, each after a confirmation, and a link to
+// edit it when it is at rest. Which buttons show follows the lifecycle (the server still
+// decides: a refused one says why).
 import { useState } from "preact/hooks";
 import { api, type State } from "../api";
 import { Confirm, errorWords } from "../components/ui";
@@ -47,6 +48,9 @@ export function PipelineActions(props: {
   const actions = ALLOWED[props.state] ?? [];
   return (
     <div class="actions">
+      {actions.includes("resume") && (
+        <a class="button" href={`#/p/${encodeURIComponent(props.id)}/edit`} aria-label={`edit ${props.id}`}>Edit</a>
+      )}
       {actions.map((a) => (
         <button
           type="button"
