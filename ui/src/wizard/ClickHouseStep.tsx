@@ -6,7 +6,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Field, Message, described, errorWords } from "../components/ui";
 import { clickhouseConnection, columnName, mappableFields, syncedMapping } from "./draft";
-import type { StepProps } from "./Wizard";
+import type { StepProps } from "./draft";
 
 export function ClickHouseStep({ draft, update, err }: StepProps) {
   const c = draft.ch;

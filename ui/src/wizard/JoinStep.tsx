@@ -4,7 +4,7 @@ import { useEffect } from "preact/hooks";
 import { Field, described } from "../components/ui";
 import { defaultOutput, type Draft } from "./draft";
 import { likelyKey, SourcePicker } from "./sourceSteps";
-import type { StepProps } from "./Wizard";
+import type { StepProps } from "./draft";
 
 const TYPES: ["inner" | "left", string][] = [
   ["inner", "Inner: one row per matching pair; events without a match are not written."],

@@ -5,7 +5,7 @@ import YAML from "yaml";
 import { api } from "../api";
 import { Field, Message, described, download, errorWords } from "../components/ui";
 import { toDocument } from "./draft";
-import type { StepProps } from "./Wizard";
+import type { StepProps } from "./draft";
 
 export function masked(doc: Record<string, any>): Record<string, any> {
   const copy = structuredClone(doc);

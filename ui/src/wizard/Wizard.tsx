@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Message, errorWords } from "../components/ui";
-import { emptyDraft, problemsFor, problemText, validationDocument, wizardPath, type Draft } from "./draft";
+import { emptyDraft, problemsFor, problemText, validationDocument, wizardPath, type Draft, type StepProps } from "./draft";
 import { JoinStep } from "./JoinStep";
 import { KafkaStep, TopicStep } from "./sourceSteps";
 import { DedupStep, TransformStep } from "./shapeSteps";
@@ -31,13 +31,6 @@ const STEP_PATHS: Record<string, string[]> = {
   clickhouse: ["sink"],
   review: [""],
 };
-
-export interface StepProps {
-  draft: Draft;
-  update: (change: (d: Draft) => void) => void;
-  /** The message for the control whose problem path is `path`, or null. */
-  err: (path: string) => string | null;
-}
 
 export function Wizard() {
   const [draft, setDraft] = useState<Draft>(emptyDraft);

@@ -313,3 +313,11 @@ export function problemText(lines: string[]): string | null {
   if (!lines.length) return null;
   return lines.map((l) => l.replace(/^[^:]*:\s*/, "")).join("; ");
 }
+
+/** What every wizard step gets: the draft, a way to change it, and its problems by path. */
+export interface StepProps {
+  draft: Draft;
+  update: (change: (d: Draft) => void) => void;
+  /** The message for the control whose problem path is `path`, or null. */
+  err: (path: string) => string | null;
+}

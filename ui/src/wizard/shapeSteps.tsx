@@ -4,7 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Field, described, errorWords } from "../components/ui";
 import { FIELD_TYPES, sampleEvent, type DedupMode, type Draft } from "./draft";
-import type { StepProps } from "./Wizard";
+import type { StepProps } from "./draft";
 
 const MODES: [DedupMode, string][] = [
   ["first", "First wins: the first event with a key is written; later ones within the window are dropped."],

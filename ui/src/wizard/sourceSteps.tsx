@@ -4,7 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, type Inferred } from "../api";
 import { Field, Message, described, errorWords } from "../components/ui";
 import { FIELD_TYPES, kafkaConnection, type Draft } from "./draft";
-import type { StepProps } from "./Wizard";
+import type { StepProps } from "./draft";
 
 const PROTOCOLS = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
 const MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
