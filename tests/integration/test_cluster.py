@@ -40,7 +40,11 @@ from streamsift.loadtest.join_events import (
     reference_rows,
 )
 from streamsift.runtime import processes
-from streamsift.runtime.environment import pack_environment, runtime_distributions
+from streamsift.runtime.environment import (
+    default_cache_dir,
+    pack_environment,
+    runtime_distributions,
+)
 from streamsift.testing.spark_cluster import LOOPBACK_DRIVER_CONF, StandaloneCluster, free_port
 
 pytestmark = pytest.mark.integration
@@ -343,12 +347,13 @@ def test_bench_on_the_cluster_reports_a_one_and_a_two_worker_run(broker, cluster
     assert "dedup@1-worker" in report and "dedup@2-workers" in report
 
 
-def test_packed_environment_holds_streamsift_and_its_dependencies_but_not_spark(tmp_path):
+def test_packed_environment_holds_streamsift_and_its_dependencies_but_not_spark():
     names = {d.metadata["Name"].lower() for d in runtime_distributions()}
     assert {"pyarrow", "confluent-kafka", "rocksdict", "pydantic"} <= names
     assert not names & {"pyspark", "py4j", "chdb", "pytest"}
-    packed = pack_environment(tmp_path)
-    again = pack_environment(tmp_path)
+    # the cache the cluster runs use (packing ~160 MB afresh costs ~20 s on 2 cores)
+    packed = pack_environment(default_cache_dir())
+    again = pack_environment(default_cache_dir())
     assert again.reused and again.path == packed.path
     with tarfile.open(packed.path) as tar:
         members = {m.name: m for m in tar.getmembers()}
