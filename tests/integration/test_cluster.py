@@ -40,7 +40,11 @@ from streamsift.loadtest.join_events import (
     reference_rows,
 )
 from streamsift.runtime import processes
-from streamsift.runtime.environment import pack_environment, runtime_distributions
+from streamsift.runtime.environment import (
+    default_cache_dir,
+    pack_environment,
+    runtime_distributions,
+)
 from streamsift.testing.spark_cluster import LOOPBACK_DRIVER_CONF, StandaloneCluster, free_port
 
 pytestmark = pytest.mark.integration
@@ -158,99 +162,16 @@ def produce_events(broker, topic: str, events: int, seed: int) -> Truth:
     return truth
 
 
-def kill_a_worker_mid_run(cluster, doc_path, data_dir, checkpoint, log) -> dict[str, set[str]]:
-    """Start the run; once both workers' executors work and a micro-batch is committed,
-    SIGKILL worker 1's whole process tree; the run must finish on worker 2."""
-    proc = start_run(doc_path, cluster, data_dir, log)
-    try:
-        wait_for(lambda: commits(checkpoint) >= 1, 240, proc, log)
-        wait_for(lambda: len(executor_pythons(cluster)) == 2, 60, proc, log)
-        pythons = executor_pythons(cluster)
-        done = commits(checkpoint)
-        assert cluster.kill_worker(cluster.workers[0]) >= 0
-        code = proc.wait(300)
-    finally:
-        processes.kill_tree(proc)
-    assert code == 0, log.read_text()[-3000:]
-    assert commits(checkpoint) > done  # batches were committed after the kill
-    return pythons
+def rows_in(port: int, table: str) -> int:
+    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
+    return int(client.command(f"SELECT count() FROM {table}"))
 
 
-def test_dedup_on_two_workers_survives_losing_one_exactly(
-    broker, cluster, data_dir, clickhouse, tmp_path, unique_name
-):
-    """Executors on both workers run Python from the shipped environment; one worker is
-    SIGKILLed mid-run; Spark reruns its tasks on the other (which restores the dedup state
-    of the partitions it had not held from the shared state); ClickHouse ends exact."""
-    both_workers_up(cluster)
-    truth = produce_events(broker, unique_name, 8_000, seed=31)
-    checkpoint = tmp_path / "ckpt"
-    doc = write_doc(
-        events_doc(broker, unique_name, clickhouse, checkpoint, 1_000), tmp_path / "p.yaml"
-    )
-    pythons = kill_a_worker_mid_run(cluster, doc, data_dir, checkpoint, tmp_path / "run.log")
-    assert set(pythons) == {"worker1", "worker2"}  # executors ran on both workers
-    for worker, interpreters in pythons.items():
-        for python in interpreters:  # e.g. .../work/app-.../0/environment/bin/python
-            assert python.endswith("/environment/bin/python"), (worker, python)
-    assert_exact(clickhouse, unique_name, truth)
-    assert list((checkpoint / "state" / "dedup" / unique_name).glob("p*/log-*.arrow"))
-
-
-def test_dedup_and_join_on_the_cluster_is_exact(
-    broker, cluster, data_dir, clickhouse, tmp_path, unique_name
-):
-    both_workers_up(cluster)
-    streams = generate_join_streams(JoinSpec(orders=3_000, users=200, seed=11))
-    expected = reference_rows(streams.orders, streams.users, "inner")
-    topics = {"orders": f"{unique_name}_o", "users": f"{unique_name}_u"}
-    for side, events, key in (
-        ("orders", streams.orders, "order_id"),
-        ("users", streams.users, "event_id"),
-    ):
-        broker.create_topic(topics[side], 2)
-        produce(broker.bootstrap_servers, topics[side], events, key_field=key)
-    doc = join_pipeline_doc(
-        broker.bootstrap_servers,
-        tmp_path,
-        "inner",
-        10_000,  # one micro-batch: see cli/demo_join.py on the join's watermark
-        clickhouse={"host": "127.0.0.1", "port": clickhouse},
-        checkpoint_dir=tmp_path / "ckpt",
-        name=f"join-{unique_name[-8:]}",
-    )
-    for src in doc["sources"]:
-        src["topic"] = topics[src["name"]]
-    table = f"{unique_name}_joined"
-    doc["sink"]["table"] = table
-    run_to_end(write_doc(doc, tmp_path / "p.yaml"), cluster, data_dir, tmp_path / "run.log")
-    client = clickhouse_connect.get_client(host="127.0.0.1", port=clickhouse)
-    actual = Counter(
-        (o, e, float(a), n, p)
-        for o, e, a, n, p in client.query(f"SELECT {ROW_COLUMNS} FROM {table}").result_rows
-    )
-    assert table != TABLE and sum(expected.rows.values()) > 1_000
-    assert actual == expected.rows
-
-
-def test_the_driver_killed_mid_run_resumes_from_the_checkpoint_exactly(
-    broker, cluster, data_dir, clickhouse, tmp_path, unique_name
-):
-    both_workers_up(cluster)
-    truth = produce_events(broker, unique_name, 6_000, seed=32)
-    checkpoint = tmp_path / "ckpt"
-    doc = write_doc(
-        events_doc(broker, unique_name, clickhouse, checkpoint, 1_000), tmp_path / "p.yaml"
-    )
-    log = tmp_path / "first.log"
-    proc = start_run(doc, cluster, data_dir, log)
-    try:
-        wait_for(lambda: commits(checkpoint) >= 2, 240, proc, log)
-    finally:
-        processes.kill_tree(proc)  # the driver: its JVM and Python, SIGKILL
-    assert commits(checkpoint) < 6  # killed before the end (6,000 rows, 1,000 per batch)
-    run_to_end(doc, cluster, data_dir, tmp_path / "second.log")
-    assert_exact(clickhouse, unique_name, truth)
+def assert_nothing_doubled(port: int, table: str) -> None:
+    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
+    count = int(client.command(f"SELECT count() FROM {table}"))
+    assert int(client.command(f"SELECT uniqExact(event_id) FROM {table}")) == count
+    assert int(client.command(f"SELECT count() FROM {table} WHERE attempt > 0")) == 0
 
 
 @pytest.fixture(scope="module")
@@ -289,30 +210,63 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         processes.kill_tree(proc)
 
 
-def test_dedup_state_on_an_object_store_with_a_worker_killed_is_exact(
+# 6,000 events in micro-batches of 1,000 rows: enough batches that a worker kill after the
+# first commit and a driver kill after the next one both land mid-run.
+EVENTS, ROWS_PER_BATCH = 6_000, 1_000
+
+
+def test_dedup_with_state_on_s3_survives_a_worker_kill_then_a_driver_kill_exactly(
     broker, cluster, data_dir, clickhouse, s3, tmp_path, unique_name, monkeypatch
 ):
-    """The dedup state lives on S3 (Spark's own checkpoint stays on the shared directory:
-    s3a:// needs Hadoop jars not installable here); a worker dies mid-run; exact."""
+    """One run, dedup state on a local S3 (moto; Spark's own checkpoint stays on the shared
+    directory: s3a:// needs Hadoop jars not installable here). Executors on both workers run
+    Python from the shipped environment. Mid-run, worker 1 is SIGKILLed (JVM, executor and
+    Python workers): the run goes on committing on worker 2 and lets nothing through twice.
+    Then, still mid-run, the driver is SIGKILLed; started again, it resumes from the
+    checkpoint (restoring dedup state from S3) and ClickHouse ends exact."""
     both_workers_up(cluster)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")  # for this test's own listing below
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    truth = produce_events(broker, unique_name, 6_000, seed=33)
+    table = unique_name
+    truth = produce_events(broker, table, EVENTS, seed=33)
     checkpoint = tmp_path / "ckpt"
-    location = f"s3://dedup-state/{unique_name}?endpoint_override={s3}&scheme=http&region=us-east-1"
-    doc = events_doc(broker, unique_name, clickhouse, checkpoint, 1_000)
-    path = write_doc(doc, tmp_path / "p.yaml", state_location=location)
-    conf = yaml.safe_load(path.read_text())
-    conf["runtime"]["spark_conf"].update(
-        {
-            "spark.executorEnv.AWS_ACCESS_KEY_ID": "testing",
-            "spark.executorEnv.AWS_SECRET_ACCESS_KEY": "testing",
-        }
+    location = f"s3://dedup-state/{table}?endpoint_override={s3}&scheme=http&region=us-east-1"
+    doc = events_doc(broker, table, clickhouse, checkpoint, ROWS_PER_BATCH)
+    executors_creds = {
+        "spark.executorEnv.AWS_ACCESS_KEY_ID": "testing",
+        "spark.executorEnv.AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    path = write_doc(
+        doc,
+        tmp_path / "p.yaml",
+        state_location=location,
+        spark_conf={**SPARK_CONF, **executors_creds},
     )
-    path.write_text(yaml.safe_dump(conf))
-    kill_a_worker_mid_run(cluster, path, data_dir, checkpoint, tmp_path / "run.log")
-    assert_exact(clickhouse, unique_name, truth)
-    assert not (checkpoint / "state").exists()  # nothing on the shared directory
+
+    log = tmp_path / "first.log"
+    proc = start_run(path, cluster, data_dir, log)
+    try:
+        wait_for(lambda: commits(checkpoint) >= 1, 240, proc, log)
+        wait_for(lambda: len(executor_pythons(cluster)) == 2, 60, proc, log)
+        pythons = executor_pythons(cluster)
+        at_worker_kill = commits(checkpoint)
+        assert rows_in(clickhouse, table) < truth.expected_unique  # rows still to come
+        assert cluster.kill_worker(cluster.workers[0]) >= 0
+        # the run goes on without worker 1: a later micro-batch commits, nothing doubled
+        wait_for(lambda: commits(checkpoint) > at_worker_kill, 240, proc, log)
+        assert_nothing_doubled(clickhouse, table)
+    finally:
+        processes.kill_tree(proc)  # the driver: its JVM and Python, SIGKILL
+    assert rows_in(clickhouse, table) < truth.expected_unique  # killed mid-run
+    assert set(pythons) == {"worker1", "worker2"}  # executors ran on both workers
+    for worker, interpreters in pythons.items():
+        for python in interpreters:  # e.g. .../work/app-.../0/environment/bin/python
+            assert python.endswith("/environment/bin/python"), (worker, python)
+
+    cluster.start_worker("worker1")  # registers while the driver starts again
+    run_to_end(path, cluster, data_dir, tmp_path / "second.log")
+    assert_exact(clickhouse, table, truth)
+    assert not (checkpoint / "state").exists()  # no dedup state on the shared directory
     import pyarrow.fs as pafs
 
     fs, root = pafs.FileSystem.from_uri(location)
@@ -320,14 +274,66 @@ def test_dedup_state_on_an_object_store_with_a_worker_killed_is_exact(
     assert any(i.base_name.startswith("log-") for i in found)
 
 
-def test_bench_on_the_cluster_reports_a_one_and_a_two_worker_run(cluster, tmp_path):
+def test_dedup_and_join_on_the_cluster_is_exact(
+    broker, cluster, data_dir, clickhouse, tmp_path, unique_name
+):
+    """Dedup on each side, then the join, on both workers; the dedup state on the shared
+    directory (the checkpoint)."""
+    both_workers_up(cluster)
+    streams = generate_join_streams(JoinSpec(orders=1_500, users=100, seed=11))
+    expected = reference_rows(streams.orders, streams.users, "inner")
+    topics = {"orders": f"{unique_name}_o", "users": f"{unique_name}_u"}
+    for side, events, key in (
+        ("orders", streams.orders, "order_id"),
+        ("users", streams.users, "event_id"),
+    ):
+        broker.create_topic(topics[side], 2)
+        produce(broker.bootstrap_servers, topics[side], events, key_field=key)
+    checkpoint = tmp_path / "ckpt"
+    doc = join_pipeline_doc(
+        broker.bootstrap_servers,
+        tmp_path,
+        "inner",
+        10_000,  # one micro-batch: see cli/demo_join.py on the join's watermark
+        clickhouse={"host": "127.0.0.1", "port": clickhouse},
+        checkpoint_dir=checkpoint,
+        name=f"join-{unique_name[-8:]}",
+    )
+    for src in doc["sources"]:
+        src["topic"] = topics[src["name"]]
+    table = f"{unique_name}_joined"
+    doc["sink"]["table"] = table
+    # runtime.spark_conf overrides streamsift's default of 2 shuffle partitions
+    path = write_doc(
+        doc, tmp_path / "p.yaml", spark_conf={**SPARK_CONF, "spark.sql.shuffle.partitions": "3"}
+    )
+    run_to_end(path, cluster, data_dir, tmp_path / "run.log")
+    client = clickhouse_connect.get_client(host="127.0.0.1", port=clickhouse)
+    actual = Counter(
+        (o, e, float(a), n, p)
+        for o, e, a, n, p in client.query(f"SELECT {ROW_COLUMNS} FROM {table}").result_rows
+    )
+    assert table != TABLE and sum(expected.rows.values()) > 500
+    assert actual == expected.rows
+    assert list((checkpoint / "state" / "dedup").rglob("log-*.arrow"))
+    # the override took effect: the join's state stores hold 3 partitions each
+    operators = [p for p in (checkpoint / "spark" / "state").iterdir() if p.is_dir()]
+    assert operators
+    for operator in operators:
+        partitions = {p.name for p in operator.iterdir() if p.name.isdigit()}
+        assert partitions == {"0", "1", "2"}, operator
+
+
+def test_bench_on_the_cluster_reports_a_one_and_a_two_worker_run(broker, cluster, tmp_path):
     """`streamsift bench --master`: the dedup drain on one executor core, then on two; both
-    exact, both reported (a functional check on this 2-core machine, not a speed-up)."""
+    exact, both reported (a functional check on this 2-core machine, not a speed-up). On the
+    session's broker and a small backlog: each drain is one micro-batch either way."""
     both_workers_up(cluster)
     out = tmp_path / "bench"
     proc = subprocess.run(
         [sys.executable, "-m", "streamsift.cli.main", "bench", "--master", cluster.url]
-        + ["--events", "3000", "--out", str(out), "--no-plots"],
+        + ["--events", "1000", "--bootstrap-servers", broker.bootstrap_servers]
+        + ["--out", str(out), "--no-plots"],
         capture_output=True,
         text=True,
         timeout=600,
@@ -336,17 +342,18 @@ def test_bench_on_the_cluster_reports_a_one_and_a_two_worker_run(cluster, tmp_pa
     results = yaml.safe_load((out / "results.json").read_text())
     assert set(results["drain"]) == {"dedup@1-worker", "dedup@2-workers"}
     for name, run in results["drain"].items():
-        assert run["exact"] and run["read"] == 3000, (name, run)
+        assert run["exact"] and run["read"] == 1000, (name, run)
     report = (out / "report.md").read_text()
     assert "dedup@1-worker" in report and "dedup@2-workers" in report
 
 
-def test_packed_environment_holds_streamsift_and_its_dependencies_but_not_spark(tmp_path):
+def test_packed_environment_holds_streamsift_and_its_dependencies_but_not_spark():
     names = {d.metadata["Name"].lower() for d in runtime_distributions()}
     assert {"pyarrow", "confluent-kafka", "rocksdict", "pydantic"} <= names
     assert not names & {"pyspark", "py4j", "chdb", "pytest"}
-    packed = pack_environment(tmp_path)
-    again = pack_environment(tmp_path)
+    # the cache the cluster runs use (packing ~160 MB afresh costs ~20 s on 2 cores)
+    packed = pack_environment(default_cache_dir())
+    again = pack_environment(default_cache_dir())
     assert again.reused and again.path == packed.path
     with tarfile.open(packed.path) as tar:
         members = {m.name: m for m in tar.getmembers()}

@@ -31,7 +31,8 @@ def test_moving_a_local_pipeline_to_shared_state_lets_no_duplicate_through(
     shared = tmp_path / "shared"
 
     def runner(location: str | None) -> PipelineRunner:
-        runtime = {"checkpoint_dir": str(tmp_path / "ckpt"), "max_rows_per_batch": 1_000}
+        # one micro-batch a run: what is tested is the state carried between runs
+        runtime = {"checkpoint_dir": str(tmp_path / "ckpt"), "max_rows_per_batch": 2_000}
         if location:
             runtime["state_location"] = location
         return PipelineRunner(event_pipeline(runtime=runtime), base_dir=tmp_path)

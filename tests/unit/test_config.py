@@ -93,6 +93,12 @@ INVALID = [
         True,
         "dedup.time_window: expected a duration such as '30s', '1h' or '7d', got a boolean",
     ),
+    (  # beyond what timedelta holds: a clean error with the limit, not an OverflowError
+        "sink.max_delay_time",
+        8.64e13,
+        "sink.max_delay_time: 86400000000000.0 is too long a duration: the limit is 36500d "
+        "(100 years)",
+    ),
     (
         "sink.max_delay_time",
         "1 hour",
@@ -453,6 +459,7 @@ def test_secrets_are_hidden_in_repr() -> None:
         ("250us", timedelta(microseconds=250)),
         (90, timedelta(seconds=90)),
         (0.5, timedelta(milliseconds=500)),
+        ("36500d", timedelta(days=36_500)),  # the limit itself
         (timedelta(minutes=2), timedelta(minutes=2)),
     ],
 )
@@ -471,6 +478,10 @@ def test_parse_duration(text: object, expected: timedelta) -> None:
         (-5, "a duration cannot be negative"),
         (True, "got a boolean"),
         (None, "got NoneType"),
+        (float("nan"), "got NaN"),
+        (float("inf"), "too long a duration: the limit is 36500d"),
+        ("1000000000d", "too long a duration: the limit is 36500d"),
+        ("36500d1s", "too long a duration"),
     ],
 )
 def test_parse_duration_rejects(value: object, message: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 
@@ -16,6 +17,10 @@ _UNIT_SECONDS = {
     "d": 86400.0,
     "w": 7 * 86400.0,
 }
+# The longest duration any setting accepts: far beyond every real window, timeout or retention,
+# and well inside what timedelta and datetime arithmetic hold (timedelta overflows at ~2.7e6 years).
+MAX_DURATION_DAYS = 36_500
+_MAX_SECONDS = MAX_DURATION_DAYS * 86400.0
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d|w)")
 
 
@@ -26,9 +31,11 @@ def parse_duration(value: object) -> timedelta:
     if isinstance(value, bool):
         raise ValueError("expected a duration such as '30s', '1h' or '7d', got a boolean")
     if isinstance(value, (int, float)):
+        if math.isnan(value):
+            raise ValueError("expected a duration such as '30s', '1h' or '7d', got NaN")
         if value < 0:
             raise ValueError("a duration cannot be negative")
-        return timedelta(seconds=float(value))
+        return _bounded(float(value), value)
     if not isinstance(value, str):
         raise ValueError(
             f"expected a duration such as '30s', '1h' or '7d', got {type(value).__name__}"
@@ -46,7 +53,16 @@ def parse_duration(value: object) -> timedelta:
         raise ValueError(
             f"'{value}' is not a duration: use a number and a unit (ms, s, m, h, d), e.g. '30s', '1h', '7d'"
         )
-    return timedelta(seconds=total)
+    return _bounded(total, value)
+
+
+def _bounded(seconds: float, value: object) -> timedelta:
+    """A timedelta of `seconds`, or ValueError (not OverflowError) past the limit."""
+    if not seconds <= _MAX_SECONDS:
+        raise ValueError(
+            f"{value!r} is too long a duration: the limit is {MAX_DURATION_DAYS}d (100 years)"
+        )
+    return timedelta(seconds=seconds)
 
 
 def format_duration(value: timedelta) -> str:
