@@ -65,19 +65,11 @@ def span(i: int, nested: bool) -> dict[str, Any]:
 
 def histogram(i: int) -> dict[str, Any]:
     return {
+        **otel_common(i),
         "ResourceAttributes": {"service.name": "api"},
-        "ResourceSchemaUrl": "",
-        "ScopeName": "otel",
-        "ScopeVersion": "1.0",
-        "ScopeAttributes": {},
-        "ScopeDroppedAttrCount": 0,
-        "ScopeSchemaUrl": "",
-        "ServiceName": "api",
         "MetricName": f"latency-{i}",
         "MetricDescription": "request latency",
         "MetricUnit": "ms",
-        "Attributes": {"route": "/orders"},
-        "StartTimeUnix": "2025-01-02T03:00:00Z",
         "TimeUnix": f"2025-01-02T03:04:0{i}.5Z",
         "Count": 6,
         "Sum": 3.5,
@@ -380,6 +372,14 @@ DEDUP_USERS = [  # 3 users, user 1 sent twice (the dedup keeps the first)
 ]
 METRIC_SQL = "SELECT MetricName, toString(TimeUnix), {v} FROM {t} ORDER BY MetricName"
 METRIC_ORDER = ["MetricName"]
+# 7 logins: 2 failed (filtered out), 1 re-send of a kept login (deduplicated), 1 bad: 3 rows
+FRAUD_RUN = (
+    [login(n) for n in range(len(LOGINS))],
+    None,
+    1,
+    "SELECT toString(event_id), toString(event_time), user_id, status FROM {t} ORDER BY event_time",
+    [(LOGINS[n][0], f"2026-03-21 16:40:0{n}", LOGINS[n][1], "success") for n in (0, 3, 5)],
+)
 
 # id: (file, messages, order_by, dead letters, read-back SQL, expected rows)
 DEMO_RUNS: dict[str, tuple[str, Any, list[str] | None, int, str, list[tuple[Any, ...]]]] = {
@@ -428,25 +428,8 @@ DEMO_RUNS: dict[str, tuple[str, Any, list[str] | None, int, str, list[tuple[Any,
         TYPED_JOIN_SQL,
         JOIN_ROWS_TYPED,
     ),
-    # 7 logins: 2 failed (filtered out), 1 re-send of a kept login (deduplicated), 1 bad
-    "fraud-detection-v2": (
-        "fraud-detection__fraud_detection_pipeline.json",
-        [login(n) for n in range(len(LOGINS))],
-        None,
-        1,
-        "SELECT toString(event_id), toString(event_time), user_id, status FROM {t} "
-        "ORDER BY event_time",
-        [(LOGINS[n][0], f"2026-03-21 16:40:0{n}", LOGINS[n][1], "success") for n in (0, 3, 5)],
-    ),
-    "fraud-detection-v3": (
-        "head__fraud-detection__fraud_detection_pipeline.json",
-        [login(n) for n in range(len(LOGINS))],
-        None,
-        1,
-        "SELECT toString(event_id), toString(event_time), user_id, status FROM {t} "
-        "ORDER BY event_time",
-        [(LOGINS[n][0], f"2026-03-21 16:40:0{n}", LOGINS[n][1], "success") for n in (0, 3, 5)],
-    ),
+    "fraud-detection-v2": ("fraud-detection__fraud_detection_pipeline.json", *FRAUD_RUN),
+    "fraud-detection-v3": ("head__fraud-detection__fraud_detection_pipeline.json", *FRAUD_RUN),
     "observability-logs": (
         "observability__logs-pipeline.json",
         [log_record(i) for i in range(3)] + [{**log_record(3), "Timestamp": "yesterday"}],
