@@ -152,3 +152,18 @@ def test_loadgen_cli_join_topic_writes_the_join_truth(tmp_path):
     assert join["spec"]["left_window_s"] == 5 and join["spec"]["right_window_s"] == 20
     assert join["expected_rows"] == summary["join"]["expected_rows"] > 0
     assert join["left_matched"] + join["left_unmatched"] == join["left_kept"]
+
+
+def test_bench_formats_scenario_writes_exact_decode_rates(tmp_path):
+    out = tmp_path / "formats"
+    proc = streamsift(
+        "bench", "--scenario", "formats", "--events", "300", "--rounds", "1", "--out", str(out)
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    formats = results["formats"]["formats"]
+    assert sorted(formats) == ["avro", "json", "protobuf"]
+    assert all(
+        f["exact"] and f["rows_ok"] == 300 and f["events_per_s"] > 0 for f in formats.values()
+    )
+    assert "| avro | 300 |" in (out / "report.md").read_text()

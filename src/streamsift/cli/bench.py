@@ -36,12 +36,14 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--scenario",
-        choices=["ingest", "dedup", "dedup-join", "all", "soak"],
+        choices=["ingest", "dedup", "dedup-join", "all", "soak", "formats"],
         default="all",
         help="dedup-join: the events and a profile stream, each deduplicated, inner-joined on "
         "the user id (backlog drain only); soak: only a long dedup run at --soak-rate for "
-        "--soak-seconds (memory over time)",
+        "--soak-seconds (memory over time); formats: only the decode speed of JSON, Avro and "
+        "Protobuf on the same --events (the parse step alone, one core, best of --rounds)",
     )
+    p.add_argument("--rounds", type=int, default=3, help="formats: parses per format (best kept)")
     p.add_argument("--events", type=int, default=200_000, help="backlog size for the drain runs")
     p.add_argument("--out", type=Path, default=Path(".streamsift/bench"), help="output directory")
     p.add_argument(
@@ -131,6 +133,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from streamsift.cli.loadgen import join_windows
     from streamsift.config.durations import format_duration, parse_duration
 
+    if args.scenario == "formats":
+        return _formats(args)
     baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
     unknown = sorted(set(baselines) - set(BASELINES))
     if unknown:
@@ -201,5 +205,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"plot: {out / name}")
     if not results.get("all_exact"):
         print("FAILED: at least one run did not match the generator's truth", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _formats(args: argparse.Namespace) -> int:
+    """`--scenario formats`: decode speed only (no broker, no Spark)."""
+    from streamsift.bench.formats import bench_formats
+
+    if args.events <= 0 or args.rounds <= 0:
+        return fail("--events and --rounds must be positive", code=2)
+    results = bench_formats(
+        Path(args.out),
+        args.events,
+        args.rounds,
+        command="streamsift " + shlex.join(sys.argv[1:]),
+        log=lambda msg: print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True),
+    )
+    for fmt, f in results["formats"]["formats"].items():
+        print(
+            f"{fmt:<9} {f['events_per_s']:>10,} events/s {f['events_per_cpu_s']:>10,} "
+            f"events/CPU-s  x{f['cpu_ratio_to_json']:.3f} of JSON  exact: {f['exact']}"
+        )
+    print(f"report: {Path(args.out) / 'report.md'}\nresults: {Path(args.out) / 'results.json'}")
+    if not results["all_exact"]:
+        print("FAILED: a format did not parse into the same rows as JSON", file=sys.stderr)
         return 1
     return 0
