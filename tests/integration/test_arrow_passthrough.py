@@ -13,8 +13,8 @@ import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from pipeline_docs import event_doc
 
+from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
 from streamsift.loadtest.schema import EVENT_MAPPING
 from streamsift.runtime.arrow_passthrough import PASSTHROUGH_ENV

@@ -91,7 +91,9 @@ class PassThroughProcessor:
         columns += [
             given[c.name] if c.name in given else batch.column(c.name) for c in OUTPUT_COLUMNS
         ]
-        columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)]
+        columns = [
+            c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema, strict=True)
+        ]
         return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
