@@ -8,7 +8,6 @@ dedup key and a row the table refuses (a CHECK constraint: a dead letter read ba
 from __future__ import annotations
 
 import json
-import random
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -26,21 +25,21 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 COUNTED = ("read", "rows_in", "duplicates", "written", "dlq", "late", "dlq_by_class")
 
 
+def event(i: int, key: str, amount: float) -> dict:
+    return {
+        "event_id": key,
+        "type": "view" if i % 3 else "click",
+        "user": {"id": f"u{i % 7}", "name": f"user {i % 7}"},
+        "tags": ["a"] if i % 2 else [],
+        "amount": amount,
+        "attempt": i // 240,
+        "created_at": (T0 + timedelta(seconds=i)).isoformat(),
+    }
+
+
 def messages() -> list[tuple[bytes | None, bytes]]:
-    rng = random.Random(5)
-    events = []
-    for i in range(300):
-        events.append(
-            {
-                "event_id": f"e{i % 240:04d}",  # 60 re-sends
-                "type": rng.choice(["view", "click"]),
-                "user": {"id": f"u{i % 7}", "name": f"user {i % 7}"},
-                "tags": ["a"] if i % 2 else [],
-                "amount": -1.0 if i == 17 else i / 4,  # refused by the table
-                "attempt": i // 240,
-                "created_at": (T0 + timedelta(seconds=i)).isoformat(),
-            }
-        )
+    # e0000..e0239, then 60 re-sends of e0000..e0059; e0017's amount the table refuses
+    events = [event(i, f"e{i % 240:04d}", -1.0 if i == 17 else i / 4) for i in range(300)]
     late = dict(events[5], event_id="late-1", created_at=(T0 - timedelta(hours=3)).isoformat())
     out = [(e["event_id"].encode(), json.dumps(e).encode()) for e in [*events, late]]
     out += [(b"bad", b"{not json"), (None, json.dumps({"type": "view"}).encode())]
@@ -56,12 +55,12 @@ def run(broker, chdb_path, tmp_path, topic: str, table: str, monkeypatch, path: 
         clickhouse={"path": str(chdb_path)},
         checkpoint_dir=tmp_path / table,
         sink={"order_by": ["event_id"]},
-        runtime={"max_rows_per_batch": 100},  # a few batches: the late event is behind
+        runtime={"max_rows_per_batch": 200},  # two batches: the late event is behind
     )
     runner = PipelineRunner(parse_pipeline(doc))
     columns = ", ".join(f"`{m['column']}` {m['type']}" for m in EVENT_MAPPING)
     runner.writer.command(
-        f"CREATE TABLE {table} ({columns}, CONSTRAINT positive CHECK amount >= 0) "
+        f"CREATE TABLE IF NOT EXISTS {table} ({columns}, CONSTRAINT positive CHECK amount >= 0) "
         "ENGINE = MergeTree ORDER BY event_id SETTINGS non_replicated_deduplication_window = 100"
     )
     result = runner.run(until_caught_up=True)
@@ -97,3 +96,14 @@ def test_both_data_paths_write_the_same_rows_and_dead_letters(
     assert json.loads(refused[6])["amount"] == -1.0  # the original message, read back
     assert stats_b == stats_a
     assert (stats_b["read"], stats_b["duplicates"], stats_b["late"]) == (303, 60, 1)
+
+    # A checkpoint of the row path carries on with the Arrow pass-through (an upgrade): the
+    # dedup state holds, nothing is read twice.
+    more = [event(100 + i, f"e{100 + i:04d}", 1.0) for i in range(10)]  # re-sends
+    more += [event(300 + i, f"n{i}", 1.0) for i in range(10)]  # new keys
+    produce_messages(unique_name, [(e["event_id"].encode(), json.dumps(e).encode()) for e in more])
+    rows_c, dead_c, stats_c = run(*args, f"{unique_name}_r", monkeypatch, "arrow")
+    assert len(rows_c) == len(rows_a) + 10
+    assert [r for r in rows_c if not r[0].startswith("n")] == rows_a
+    assert dead_c == dead_a
+    assert (stats_c["read"], stats_c["duplicates"], stats_c["written"]) == (20, 10, 10)

@@ -114,8 +114,8 @@ def _one_row(payload: bytes) -> pa.RecordBatch:
 def unpack_batches(chunks: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The output frame's record batches carried by a pass-through frame's batches."""
     for chunk in chunks:
-        for payload in chunk.column(ARROW_COLUMN).to_pylist():
-            yield from pa.ipc.open_stream(pa.py_buffer(payload))
+        for payload in chunk.column(ARROW_COLUMN):  # read in place, not copied to bytes
+            yield from pa.ipc.open_stream(payload.as_buffer())
 
 
 def unpack(chunks: pa.Table, schema: pa.Schema) -> pa.Table:
