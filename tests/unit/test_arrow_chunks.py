@@ -19,14 +19,14 @@ from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.parse import FieldSpec
 
 
-def processor() -> PassThroughProcessor:
+def processor(max_chunk_bytes: int = 1 << 20) -> PassThroughProcessor:
     inner = SourceProcessor(
         fields=(FieldSpec("id", "id", FieldType.STRING), FieldSpec("n", "n", FieldType.INT)),
         flag_new_fields=True,
     )
     # `n` mapped twice, and a Kafka field (`_kafka.offset` reads `_offset`)
     return PassThroughProcessor(
-        inner, (("id", "id"), ("n", "n"), ("n", "n2"), ("_offset", "o")), "s1"
+        inner, (("id", "id"), ("n", "n"), ("n", "n2"), ("_offset", "o")), "s1", max_chunk_bytes
     )
 
 
@@ -70,3 +70,11 @@ def test_flagged_records_are_picked_from_the_chunks():
 def test_an_empty_range_yields_no_chunk():
     empty = KafkaRecords("t", 0, 5, 5, [], [], [], [])
     assert list(processor().process(empty)) == []
+
+
+def test_wide_batches_are_cut_into_more_chunks_in_order():
+    proc = processor(max_chunk_bytes=64)
+    chunks = list(proc.process(records()))
+    assert len(chunks) == 4  # one row each: every row is wider than 64 bytes here
+    table = unpack(pa.Table.from_batches(chunks), proc.output_schema)
+    assert table.column("_offset").to_pylist() == [10, 11, 12, 13]

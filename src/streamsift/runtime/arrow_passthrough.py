@@ -33,6 +33,9 @@ if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
 ARROW_COLUMN = "_arrow_chunk"  # the one column of a pass-through frame: an Arrow IPC stream
 PASSTHROUGH_ENV = "STREAMSIFT_ARROW_PASSTHROUGH"  # "0": always the row path
 FLAGGED_COLUMNS = ("_topic", "_partition", "_offset", "_raw")
+# One chunk is one value in a JVM row: kept well below Spark's and Arrow's 2 GB per value, and
+# small enough that the JVM never holds a huge copy (wide rows are cut into more chunks).
+MAX_CHUNK_BYTES = 64 << 20
 
 
 def use_pass_through(pipeline: Pipeline, stage_empty: bool) -> bool:
@@ -52,6 +55,7 @@ class PassThroughProcessor:
     inner: SourceProcessor
     mapped: tuple[tuple[str, str], ...]
     source_id: str
+    max_chunk_bytes: int = MAX_CHUNK_BYTES
 
     def spark_schema(self) -> StructType:  # what DataSource.schema() returns
         return StructType([StructField(ARROW_COLUMN, BinaryType(), False)])
@@ -77,7 +81,9 @@ class PassThroughProcessor:
         schema = self.output_schema
         for batch in self.inner.process(records):
             if batch.num_rows:
-                yield _one_row(serialize(self._shape(batch, schema)))
+                shaped = self._shape(batch, schema)
+                for part in _cut(shaped, self.max_chunk_bytes):
+                    yield _one_row(serialize(part))
 
     def _shape(self, batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
         n = batch.num_rows
@@ -95,6 +101,14 @@ class PassThroughProcessor:
             c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema, strict=True)
         ]
         return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _cut(batch: pa.RecordBatch, max_bytes: int) -> Iterator[pa.RecordBatch]:
+    """`batch` in slices of about `max_bytes` at most (rows in order; at least one row each)."""
+    parts = max(1, -(-batch.nbytes // max(1, max_bytes)))
+    step = max(1, -(-batch.num_rows // parts))
+    for start in range(0, batch.num_rows, step):
+        yield batch.slice(start, step)
 
 
 def serialize(batch: pa.RecordBatch) -> bytes:
