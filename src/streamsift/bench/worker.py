@@ -135,7 +135,7 @@ class BatchRecorder(RunStats):
                 for k, v in end.items():
                     self.end_offsets[k] = max(self.end_offsets.get(k, 0), int(v))
         if batch is not None and p.get("numInputRows") and batch not in self.batch_log:
-            read_before = self.read
+            read_before, rows_before = self.read, self.rows_in
             by_topic_before = self.read_by_topic()
             super().ingest(p)
             sources = p.get("sources") or [{}]
@@ -145,7 +145,7 @@ class BatchRecorder(RunStats):
                 "read_by_topic": {t: n - by_topic_before.get(t, 0) for t, n in by_topic.items()},
                 "start_offsets": sources[0].get("startOffset"),
                 "end_offsets": sources[0].get("endOffset"),
-                "rows": int(p["numInputRows"]),
+                "rows": self.rows_in - rows_before,  # Spark's rows are chunks on the Arrow path
                 "ms": int(p.get("batchDuration") or 0),
                 "phases_ms": p.get("durationMs") or {},
                 "timestamp": p.get("timestamp"),

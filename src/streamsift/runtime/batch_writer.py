@@ -139,6 +139,7 @@ class BatchWriter:
             late,
             dead_letters_by_class(dead),
             latency_since(written, time.time()),
+            rows=data.num_rows,
         )
 
     def _dead_letters(

@@ -27,6 +27,7 @@ import pyarrow as pa
 from pyspark.errors import StreamingQueryException
 
 from streamsift.config.models import Pipeline
+from streamsift.runtime.arrow_passthrough import flagged_of_chunks, unpack, unpack_batches
 from streamsift.runtime.batch_writer import COUNTS_SCHEMA, BatchWriter
 from streamsift.runtime.checkpoint import clear_interrupted_writes, committed_ends, has_batches
 from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
@@ -119,6 +120,10 @@ class PipelineRunner:
             pipeline, self.writer, after_insert=fault_from_environment(driver_pid=os.getpid())
         )
         self._query_id: str | None = None
+        # Set per query: the output frame's Arrow schema on the pass-through (its rows carry
+        # serialized chunks; runtime/arrow_passthrough.py), else None; and "arrow" or "rows".
+        self.arrow_schema: pa.Schema | None = None
+        self.data_path: str | None = None
 
     def wait_for_sink(self) -> None:
         """A ClickHouse server must answer within `sink.connect_timeout`, or the run ends."""
@@ -179,6 +184,11 @@ class PipelineRunner:
             carry_local_dedup_state(self.checkpoint, self.state_url)
         plan = build_stream(spark, self.pipeline, self.checkpoint, new_query, self.state_url)
         self.stats.initial_offsets = plan.initial_offsets
+        self.arrow_schema = plan.arrow_schema
+        self.data_path = plan.data_path
+        # On the pass-through, Spark counts chunks: the sink counts the source's rows.
+        self.stats.rows_from_sink = plan.arrow_schema is not None
+        log.info("pipeline %s: data path %s", self.pipeline.name, plan.data_path)
         writer = (
             plan.frame.writeStream.queryName(
                 source_name(self.pipeline, self.pipeline.primary_source)
@@ -329,20 +339,23 @@ class PipelineRunner:
     def _write(self, df: Any, batch_id: int) -> None:
         """Write rows and dead letters, on the driver or on the executors (see __init__)."""
         qid = self._query_id_from_checkpoint()
+        arrow = self.arrow_schema
         if self.driver_inserts:
-            data = df.toArrow()
+            data = df.toArrow() if arrow is None else unpack(df.toArrow(), arrow)
             self._add_columns(lambda: flagged_in(data), batch_id)
             counts = self.batch_writer.write(data, qid, batch_id, "driver")
         else:
             if self.drift is not None:  # read the batch once for both passes
                 df = df.persist()
-                self._add_columns(lambda: flagged_rows(df), batch_id)
+                self._add_columns(
+                    lambda: flagged_rows(df) if arrow is None else flagged_chunks(df), batch_id
+                )
             writer = self.batch_writer
             with self._status_of_executor_inserts():
                 counts = sum(
                     (
                         SinkCounts.of(r.written, r.dlq, r.late, r.extra)
-                        for r in _write_on_executors(df, writer, qid, batch_id)
+                        for r in _write_on_executors(df, writer, qid, batch_id, arrow)
                     ),
                     SinkCounts(),
                 )
@@ -397,8 +410,11 @@ class PipelineRunner:
         return describe(self.pipeline.sink.clickhouse)
 
 
-def _write_on_executors(df: Any, writer: BatchWriter, qid: str, batch_id: int) -> list[Any]:
-    """Each Spark partition inserts its own rows (tokens carry the partition index)."""
+def _write_on_executors(
+    df: Any, writer: BatchWriter, qid: str, batch_id: int, arrow: pa.Schema | None = None
+) -> list[Any]:
+    """Each Spark partition inserts its own rows (tokens carry the partition index); with
+    `arrow`, the pass-through's chunks, unpacked to that schema."""
 
     def write_partition(batches: Any) -> Any:
         from pyspark import TaskContext
@@ -408,8 +424,11 @@ def _write_on_executors(df: Any, writer: BatchWriter, qid: str, batch_id: int) -
         counts = SinkCounts()
         retries: list[str] = []  # this executor's copy of the writer reports its retries here
         writer.writer.on_status = lambda status: status is not None and retries.append(status)
+        if arrow is not None:
+            batches = list(unpack_batches(batches))
         if batches:
-            counts = writer.write(pa.Table.from_batches(batches), qid, batch_id, part)
+            table = pa.Table.from_batches(batches, schema=arrow)
+            counts = writer.write(table, qid, batch_id, part)
         counts.retries = len(retries)
         row = {"written": counts.written, "dlq": counts.dlq, "late": counts.late}
         yield pa.RecordBatch.from_pylist([{**row, "extra": counts.as_json()}], schema=COUNTS_SCHEMA)
@@ -417,6 +436,14 @@ def _write_on_executors(df: Any, writer: BatchWriter, qid: str, batch_id: int) -
     return df.mapInArrow(
         write_partition, "written long, dlq long, late long, extra string"
     ).collect()
+
+
+def flagged_chunks(df: Any) -> pa.Table:
+    """`flagged_rows` of a pass-through frame: filtered on the executors, in Kafka order."""
+    flagged = df.mapInArrow(
+        flagged_of_chunks, "_topic string, _partition int, _offset bigint, _raw binary"
+    ).toArrow()
+    return flagged.sort_by([(c, "ascending") for c in ("_topic", "_partition", "_offset")])
 
 
 def retried_operation(status: str) -> str:

@@ -76,6 +76,9 @@ class RunStats:
     latency_seconds: Buckets = field(default_factory=lambda: Buckets(LATENCY_SECONDS))
     retries: dict[str, int] = field(default_factory=dict)
     initial_offsets: dict[str, int] = field(default_factory=dict, repr=False)
+    # rows_in from the sink's counts, not Spark's numInputRows (the Arrow pass-through's
+    # Spark rows are chunks of rows: runtime/arrow_passthrough.py)
+    rows_from_sink: bool = field(default=False, repr=False)
     _base: dict[str, int] = field(default_factory=dict, repr=False)
     _ends: dict[str, int] = field(default_factory=dict, repr=False)
     _seen_batches: set[int] = field(default_factory=set, repr=False)
@@ -110,6 +113,8 @@ class RunStats:
 
     def _count(self, counts: SinkCounts) -> None:
         self.written += counts.written
+        if self.rows_from_sink:
+            self.rows_in += counts.rows
         self.dlq += counts.dlq
         self.late += counts.late
         for key, n in counts.dlq_by_class.items():
@@ -146,7 +151,8 @@ class RunStats:
                     self._base.setdefault(key, start.get(key, value))
                     self._ends[key] = max(self._ends.get(key, value), value)
             self.read = sum(self._ends[k] - self._base[k] for k in self._ends)
-            self.rows_in += rows
+            if not self.rows_from_sink:
+                self.rows_in += rows
             self.late_dropped += sum(
                 int(op.get("numRowsDroppedByWatermark") or 0)
                 for op in p.get("stateOperators") or []
@@ -202,6 +208,7 @@ class SinkCounts:
     dlq_by_class: dict[tuple[str, str], int] = field(default_factory=dict)
     latency: Buckets | None = None
     retries: int = 0
+    rows: int = 0  # rows the sink was given: the source's rows after dedup, dead letters too
 
     def __add__(self, other: SinkCounts) -> SinkCounts:
         by_class = dict(self.dlq_by_class)
@@ -219,6 +226,7 @@ class SinkCounts:
             by_class,
             latency,
             self.retries + other.retries,
+            self.rows + other.rows,
         )
 
     def as_json(self) -> str:
@@ -228,6 +236,7 @@ class SinkCounts:
                 "dlq_by_class": [[s, c, n] for (s, c), n in self.dlq_by_class.items()],
                 "latency": self.latency.as_dict() if self.latency is not None else None,
                 "retries": self.retries,
+                "rows": self.rows,
             }
         )
 
@@ -242,6 +251,7 @@ class SinkCounts:
             {(s, c): n for s, c, n in data["dlq_by_class"]},
             Buckets.from_dict(latency) if latency else None,
             int(data.get("retries") or 0),
+            int(data.get("rows") or 0),
         )
 
 

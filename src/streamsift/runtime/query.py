@@ -27,6 +27,7 @@ from streamsift.config.models import (
     source_scope,
 )
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, PRE_ERROR, RIGHT_RECORD_COLUMNS
+from streamsift.runtime.arrow_passthrough import PassThroughProcessor, use_pass_through
 from streamsift.runtime.processor import SourceProcessor
 from streamsift.runtime.registry_fields import schema_lookup
 from streamsift.sources.kafka import KafkaReadSpec, KafkaStreamReader, make_data_source
@@ -41,6 +42,13 @@ class StreamPlan:
 
     frame: Any
     initial_offsets: dict[str, int] = field(default_factory=dict)
+    # The Arrow pass-through (runtime/arrow_passthrough.py): the output frame's Arrow schema;
+    # the frame's rows then carry serialized chunks of it. None: the frame holds the rows.
+    arrow_schema: Any = None
+
+    @property
+    def data_path(self) -> str:
+        return "arrow" if self.arrow_schema is not None else "rows"
 
 
 def read_spec(pipeline: Pipeline, source: KafkaSource) -> KafkaReadSpec:
@@ -93,6 +101,15 @@ def build_stream(
 
     (src,) = pipeline.inputs
     stage = Stage(pipeline.transform, pipeline.filter)
+    if use_pass_through(pipeline, stage.empty):
+        scope = source_scope(src)
+        processor = PassThroughProcessor(
+            source_processor(pipeline, src, pipeline.dedup, stage, checkpoint, state_url),
+            tuple((scope[m.field].column, m.column) for m in pipeline.sink.mapping),
+            src.id,
+        )
+        frame = register_source(spark, pipeline, src, processor, new_query, initial)
+        return StreamPlan(frame, initial, processor.output_schema)
     frame = read_source(
         spark, pipeline, src, pipeline.dedup, stage, checkpoint, new_query, initial, state_url
     )
@@ -121,7 +138,29 @@ def read_source(
     """
     from pyspark.sql import functions as F
 
-    processor = SourceProcessor.build(
+    processor = source_processor(pipeline, src, dedup, stage, checkpoint, state_url)
+    frame = register_source(spark, pipeline, src, processor, new_query, initial)
+    frame = frame.withColumns(
+        {
+            "_stage": F.when(F.col("_error").isNotNull(), F.lit("parse")),
+            "_source": F.lit(src.id),
+        }
+    )
+    if not stage.empty:
+        frame = drop_raw_of_good_rows(apply_stage(frame, stage, source_scope(src)))
+    return frame
+
+
+def source_processor(
+    pipeline: Pipeline,
+    src: KafkaSource,
+    dedup: Dedup | None,
+    stage: Stage,
+    checkpoint: Path,
+    state_url: str | None,
+) -> SourceProcessor:
+    """Parse + check + dedup of one source, run on the executors."""
+    return SourceProcessor.build(
         src.schema_,
         dedup,
         checkpoint / "dedup",
@@ -131,6 +170,17 @@ def read_source(
         state_url=state_url,
         flag_new_fields=pipeline.sink.on_new_fields is not NewFields.IGNORE,
     )
+
+
+def register_source(
+    spark: Any,
+    pipeline: Pipeline,
+    src: KafkaSource,
+    processor: Any,
+    new_query: bool,
+    initial: dict[str, int],
+) -> Any:
+    """Register the source with Spark under its name and return its streaming frame."""
     spec = read_spec(pipeline, src)
     if new_query:
         # Spark reports no start offsets for a new query's first batch: count from here.
@@ -141,16 +191,7 @@ def read_source(
             probe.stop()
     name = source_name(pipeline, src)
     spark.dataSource.register(make_data_source(name, spec, processor))
-    frame = spark.readStream.format(name).load()
-    frame = frame.withColumns(
-        {
-            "_stage": F.when(F.col("_error").isNotNull(), F.lit("parse")),
-            "_source": F.lit(src.id),
-        }
-    )
-    if not stage.empty:
-        frame = drop_raw_of_good_rows(apply_stage(frame, stage, source_scope(src)))
-    return frame
+    return spark.readStream.format(name).load()
 
 
 def _scope_after(scope: dict[str, FieldRef], stage: Stage) -> dict[str, FieldRef]:
