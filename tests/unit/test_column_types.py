@@ -125,3 +125,17 @@ def test_shaping_converts_values_and_reports_each_misfit_by_row() -> None:
     assert shaped.table.column("t")[0].as_py() == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
     assert shaped.table.column("d").to_pylist()[0] == date(1950, 3, 4)
     assert shaped.table.column("m")[0].as_py() == [("a", [1, 2])]
+
+
+def test_an_integer_out_of_its_columns_range_is_a_misfit_not_a_wrapped_value() -> None:
+    table = pa.table({"n": pa.array([5, -3, None, 2**32]), "s": pa.array([1, 2, 3, 4])})
+    shaped = shape_columns(
+        table,
+        [("n", parse_clickhouse_type("Nullable(UInt32)")), ("s", parse_clickhouse_type("Int8"))],
+    )
+    assert shaped.errors == {
+        1: "column 'n' (Nullable(UInt32)): -3 is out of range for UInt32",
+        3: "column 'n' (Nullable(UInt32)): 4294967296 is out of range for UInt32",
+    }
+    assert shaped.table.column("n").to_pylist() == [5, None, None, None]
+    assert shaped.table.column("s") == table.column("s")  # in range: passed through as is

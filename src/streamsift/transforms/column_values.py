@@ -8,7 +8,9 @@ read JSON text into Array/Map/Tuple (its cast expects its own text format), nor 
 timestamps with a zone (`...Z`) into DateTime, nor JSON objects inside arrays. Such columns are
 converted here, value by value, into the Arrow type of the column; a value that cannot be
 converted fails its own row only, with a reason that names the column (it goes to the DLQ).
-Columns ClickHouse casts itself pass through untouched (no cost on the common path).
+Columns ClickHouse casts itself pass through untouched (no cost on the common path), except
+that integers are checked against their column's range: ClickHouse would wrap a -3 into a
+UInt32 as 4294967293, silently.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streamsift.config.types import CHType
 from streamsift.transforms.parse import json_kind, parse_timestamp
@@ -102,7 +105,7 @@ def shape_columns(table: pa.Table, columns: Sequence[tuple[str, CHType]]) -> Sha
     for name, ctype in columns:
         col = table.column(name)
         if not needs_shaping(col.type, ctype):
-            arrays.append(col)
+            arrays.append(_check_integer_range(col, name, ctype, errors))
             continue
         values = []
         for i, value in enumerate(col.to_pylist()):
@@ -113,6 +116,28 @@ def shape_columns(table: pa.Table, columns: Sequence[tuple[str, CHType]]) -> Sha
                 errors.setdefault(i, f"column {name!r} ({ctype}): {exc}")
         arrays.append(pa.array(values, arrow_type(ctype)))
     return Shaped(pa.Table.from_arrays(arrays, names=table.column_names), errors)
+
+
+def _check_integer_range(
+    col: pa.ChunkedArray, name: str, column: CHType, errors: dict[int, str]
+) -> pa.ChunkedArray | pa.Array:
+    """`col` unchanged when every integer fits `column`'s range (one vectorised min/max);
+    else the misfits are reported in `errors` and nulled (their rows are left out)."""
+    family = column.inner.name
+    if family not in _INT_RANGE or not pa.types.is_integer(col.type) or col.null_count == len(col):
+        return col
+    low, high = _INT_RANGE[family]
+    bounds = pc.min_max(col)
+    if low <= bounds["min"].as_py() and bounds["max"].as_py() <= high:
+        return col
+    values = col.to_pylist()
+    for i, value in enumerate(values):
+        if value is not None and not low <= value <= high:
+            errors.setdefault(
+                i, f"column {name!r} ({column}): {value} is out of range for {family}"
+            )
+            values[i] = None
+    return pa.array(values, col.type)
 
 
 def convert(value: Any, column: CHType) -> Any:
