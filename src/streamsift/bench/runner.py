@@ -355,7 +355,7 @@ class Bench:
         if kind == "quix" and quix_python is None:
             return {"ok": False, "exact": False, "error": self.results.get("quix_unavailable")}
         join = None
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"truth": backlog.truth, "truth_path": str(backlog.truth_path)}
         if name in ("dedup-join", "raw_join"):
             o = self.opts
             join = {
@@ -384,8 +384,6 @@ class Bench:
             # At least 4 micro-batches, so the first one (which pays for starting Spark's
             # Python workers) can be told apart from the steady rate of the others.
             max_rows_per_batch=backlog.batch_rows,
-            truth=backlog.truth,
-            truth_path=str(backlog.truth_path),
             **extra,
         )
         self.log(f"drain: {label} ...")
