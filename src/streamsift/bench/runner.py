@@ -174,6 +174,7 @@ class Bench:
         self.broker: Broker | None = None
         self.bootstrap = opts.bootstrap_servers or ""
         self.results: dict[str, Any] = {}
+        self.backlog: Backlog | None = None  # the main backlog, once loaded
         self.drain_batch_rows = opts.max_rows_per_batch or max(10_000, -(-opts.events // 4))
 
     # ------------------------------------------------------------------ driver
@@ -345,6 +346,7 @@ class Bench:
         and measure it; with `cluster_cores`, on `opts.master` with that many executor cores
         of one core each."""
         backlog = backlog or self.backlog
+        assert backlog is not None, "load a backlog first"
         kind = {
             "raw": "raw",
             "raw_ingest": "raw",
