@@ -113,6 +113,7 @@ def test_the_large_drain_is_compared_with_its_own_baselines_and_reported():
     assert "a second backlog of 2,000,000 events" in text and "2,500 MB RSS" in text
     assert "as a pipeline does by default here (10 micro-batches)" in text
     assert "large drain: dedup / quixstreams | 1.60 |" in text
+    assert "see the large drain below for its micro-batches" in text  # no 200k drain here
 
 
 def test_a_failed_large_baseline_gives_the_wall_target_no_number():

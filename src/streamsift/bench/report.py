@@ -248,14 +248,19 @@ def markdown(results: dict) -> str:
     lines += [f"**Correctness: {verdict}.**", ""]
 
     drain = results.get("drain", {})
+    admits = (
+        f"the drains admit {_n(o.get('drain_batch_rows'))} messages per micro-batch so there "
+        "are several"
+        if ds
+        else "see the large drain below for its micro-batches"
+    )
     if drain:
         lines += ["## Backlog drain", ""]
         lines += [
             "Processing rate: events / processing time (streamsift: the sum of Spark's "
             "micro-batch durations; baselines: first message to last insert). Steady rate: "
             "streamsift's micro-batches after the first, which pays for starting Spark's Python "
-            f"workers (the drains admit {_n(o.get('drain_batch_rows'))} messages per "
-            "micro-batch so there are several). Wall rate: "
+            f"workers ({admits}). Wall rate: "
             "events / process lifetime, start-up included. RSS: peak of the whole process tree "
             "(driver + JVM + Python workers), summed; PSS: the same with pages shared by forked "
             "workers counted once (sampled every 2 s). CPU: the tree's user + system seconds, over the "
