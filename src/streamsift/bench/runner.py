@@ -34,9 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from streamsift.bench.common import DRAIN_GRACE_S, read_progress
+from streamsift.bench.large_drain import Backlog, large_drain
 from streamsift.bench.measures import (
     attach_batch_phases,
     attach_latency,
@@ -64,9 +63,6 @@ BASELINES = ("raw", "raw_ingest", "quix", "ch_final", "raw_join")
 # Topics get these explicitly: the bundled broker reports only configs set at creation, and
 # quixstreams reads retention.ms/retention.bytes of its input topic.
 TOPIC_CONFIG = {"retention.ms": "604800000", "retention.bytes": "-1"}
-# The large drain's runs: result name -> the run kind it drains with (`--drain-events`).
-LARGE_RUNS = {"dedup-large": "dedup", "raw-large": "raw", "quix-large": "quix"}
-LARGE_DRAIN_EVENTS = 2_000_000  # `--scenario large-drain` without --drain-events
 WARMUP_EVENTS = 2_000
 PREPARE_MAX_BYTES = 1 << 30
 
@@ -133,16 +129,6 @@ class BenchOptions:
         doc = asdict(self)
         doc["out"] = str(self.out)
         return doc
-
-
-@dataclass(frozen=True)
-class Backlog:
-    """A loaded topic the drain runs read, its truth, and the rows admitted per batch."""
-
-    topic: str
-    truth: dict[str, Any]
-    truth_path: Path
-    batch_rows: int | None
 
 
 @dataclass
@@ -218,7 +204,7 @@ class Bench:
             for scenario in opts.scenarios:
                 self.results["drain"][scenario] = self._drain(scenario, None)
             if opts.drain_events:
-                self._large_drain(quix_python)
+                large_drain(self, quix_python)
             if opts.live:
                 live = opts.scenarios if opts.live_scenarios is None else opts.live_scenarios
                 for scenario in (s for s in live if s in LIVE_SCENARIOS):
@@ -308,30 +294,6 @@ class Bench:
             self.join_truth = {"topic": join_topic, **gen.join_truth().as_dict()}
             dataset["join"] = {**self.join_truth, "spec": join.as_dict()}
         return dataset
-
-    def _large_drain(self, quix_python: str | None) -> None:
-        """Load `drain_events` more events (same generator settings, own topic and truth) and
-        drain them with streamsift dedup and the raw and quixstreams baselines. Admission per
-        micro-batch: `--max-rows-per-batch`, else the pipeline's default, as a user gets it."""
-        n = self.opts.drain_events
-        topic = self._topic("large")
-        create_topic(self.bootstrap, topic, self.opts.partitions, TOPIC_CONFIG)
-        gen = LoadGenerator(self._spec(), self.bootstrap, topic)
-        self.log(f"large drain: loading {n:,} events into {topic}")
-        report = gen.send(n, None)
-        gen.close()
-        truth_path = self.work / "large-truth.json"
-        gen.write_truth(truth_path, {"send": report.as_dict()})
-        truth = gen.truth.as_dict()
-        self.results["dataset_large"] = {"topic": topic, **truth, "producer": report.as_dict()}
-        if self.broker is not None and self.broker.process is not None:
-            # the bundled broker keeps every message in memory: what the backlog costs it
-            rss = psutil.Process(self.broker.process.pid).memory_info().rss
-            self.results["dataset_large"]["broker_rss_mb"] = round(rss / 2**20)
-        backlog = Backlog(topic, truth, truth_path, self.opts.max_rows_per_batch)
-        for result_name, name in LARGE_RUNS.items():
-            if name == "dedup" or name in self.opts.baselines:
-                self.results["drain"][result_name] = self._drain(name, quix_python, backlog=backlog)
 
     # ------------------------------------------------------------------ drain runs
 

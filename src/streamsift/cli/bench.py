@@ -171,13 +171,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def bench_options(args: argparse.Namespace) -> Any:
     """The parsed command line as BenchOptions; ValueError names a bad option."""
-    from streamsift.bench.runner import (
-        BASELINES,
-        LARGE_DRAIN_EVENTS,
-        LIVE_SCENARIOS,
-        SCENARIOS,
-        BenchOptions,
-    )
+    from streamsift.bench.large_drain import LARGE_DRAIN_EVENTS
+    from streamsift.bench.runner import BASELINES, LIVE_SCENARIOS, SCENARIOS, BenchOptions
     from streamsift.cli.loadgen import join_windows
     from streamsift.config.durations import format_duration, parse_duration
 
