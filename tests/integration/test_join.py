@@ -17,6 +17,7 @@ import pytest
 from pipeline_docs import fields, join_doc, join_source, mapping
 from streamsift.config import parse_pipeline
 from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.runtime.query_conf import JOIN_STATE_FORMAT
 
 pytestmark = pytest.mark.integration
 
@@ -114,6 +115,13 @@ def encode(docs: list[dict], key: str) -> list[tuple[bytes, bytes]]:
     return out
 
 
+def join_state_format(runner: PipelineRunner) -> str:
+    """The join state format Spark recorded in the newest batch of the offset log."""
+    offsets = runner.checkpoint / "spark" / "offsets"
+    newest = max((p for p in offsets.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    return json.loads(newest.read_text().splitlines()[1])["conf"][JOIN_STATE_FORMAT]
+
+
 def run_until(runner: PipelineRunner, done, timeout: float = 120.0) -> dict:
     """Run continuously (so Spark runs batches when only the watermark moved) until `done()`."""
     result: dict = {}
@@ -139,10 +147,16 @@ def test_join_cases(how, broker, chdb_path, tmp_path, unique_name, produce_messa
     users = [u for _, us, _ in CASES.values() for u in us]
     produce_messages(orders_topic, encode(orders, "order_id") + [(b"x", b"{not json")])
     produce_messages(users_topic, encode(users, "user") + [(b"y", b"[1, 2]")])
-    pipeline = parse_pipeline(pipeline_doc(broker, chdb_path, tmp_path, unique_name, how, "10m"))
+    doc = pipeline_doc(broker, chdb_path, tmp_path, unique_name, how, "10m")
+    pipeline = parse_pipeline(doc)
     table = pipeline.sink.table
 
-    runner = PipelineRunner(pipeline)
+    # inner: the first run makes its checkpoint with the join state format streamsift used
+    # before format 4 (2: four stores per side); the second run, on today's default, must
+    # resume that checkpoint with its format (Spark reads it from the offset log)
+    old_format = {"runtime": {**doc["runtime"], "spark_conf": {JOIN_STATE_FORMAT: "2"}}}
+    first_pipeline = parse_pipeline({**doc, **old_format}) if how == "inner" else pipeline
+    runner = PipelineRunner(first_pipeline)
     first = runner.run(until_caught_up=True).stats
     expected = {pair for _, _, pairs in CASES.values() for pair in pairs}
     rows = runner.writer.query_rows(f"SELECT order_id, name FROM {table} WHERE name IS NOT NULL")
@@ -174,6 +188,7 @@ def test_join_cases(how, broker, chdb_path, tmp_path, unique_name, produce_messa
     )
     rows = runner.writer.query_rows(f"SELECT order_id, name FROM {table}")
     assert stats["late_dropped"] == 2
+    assert join_state_format(runner) == ("2" if how == "inner" else "4")
     if how == "inner":
         assert set(rows) == expected and len(rows) == len(expected)
     else:
@@ -307,7 +322,8 @@ def test_large_join_equals_reference_and_survives_a_restart(
 ):
     """>= 20,000 orders and 2,000 user events on 3 partitions each, one run vs a reference;
     a second pipeline runs on the first 60 % of both topics, stops, and resumes after the
-    rest arrived: both tables hold exactly the reference's rows."""
+    rest arrived: both tables hold exactly the reference's rows. Both keep the join's state
+    in format 4 (one RocksDB store per side, an event-time index), also across the restart."""
     orders, users = big_streams()
     ot, ut = f"{unique_name}_orders", f"{unique_name}_users"
     broker.create_topic(ot, 3)
@@ -349,6 +365,7 @@ def test_large_join_equals_reference_and_survives_a_restart(
     rest = resumed.run(until_caught_up=True).stats
     assert partial["read"] + rest["read"] == len(orders) + len(users)
     assert table_rows(resumed, two.sink.table) == expected
+    assert join_state_format(runner) == join_state_format(resumed) == "4"
     print(
         f"join+dedup resumed: {rest['batches']} batches, "
         f"{rest['busy_ms'] / max(rest['batches'], 1):,.0f} ms per batch"

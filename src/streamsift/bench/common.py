@@ -267,6 +267,9 @@ LABELS = {
     "quix": "quixstreams (RocksDB dedup, batching sink)",
     "ch_final": "ClickHouse-side dedup (ReplacingMergeTree)",
     "raw_join": "raw consumer, dedup + in-memory join (per left event)",
+    "dedup-large": "large drain: streamsift dedup (1h window)",
+    "raw-large": "large drain: raw consumer (json.loads + set dedup)",
+    "quix-large": "large drain: quixstreams (RocksDB dedup, batching sink)",
 }
 
 

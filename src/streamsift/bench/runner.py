@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsift.bench.common import DRAIN_GRACE_S, read_progress
+from streamsift.bench.large_drain import Backlog, large_drain
 from streamsift.bench.measures import (
     attach_batch_phases,
     attach_latency,
@@ -104,6 +105,7 @@ class BenchOptions:
     max_rows_per_batch: int | None = None
     max_delay: str = "1s"  # streamsift's sink.max_delay_time: the trigger interval of live runs
     state_store: str = "rocksdb"  # streamsift's runtime.state_store (the join's state)
+    spark_conf: dict[str, str] = field(default_factory=dict)  # every streamsift run's
     bootstrap_servers: str | None = None
     # "embedded": chdb inside each streamsift run's process (driver-side inserts); "server":
     # each streamsift run starts a chdb-backed ClickHouse HTTP endpoint as its own process on
@@ -111,6 +113,9 @@ class BenchOptions:
     clickhouse: str = "embedded"
     keep_work: bool = False
     plots: bool = True
+    # > 0: also drain a second, larger dedup backlog of this many events (streamsift dedup,
+    # the raw consumer, quixstreams), so the steady rate is not mostly warm-up (LARGE_RUNS)
+    drain_events: int = 0
     soak_rate: int = 0  # > 0: run only the soak scenario at this rate (see _live)
     soak_seconds: float = 600.0
     soak_window: str = "7d"
@@ -155,6 +160,7 @@ class Bench:
         self.broker: Broker | None = None
         self.bootstrap = opts.bootstrap_servers or ""
         self.results: dict[str, Any] = {}
+        self.backlog: Backlog | None = None  # the main backlog, once loaded
         self.drain_batch_rows = opts.max_rows_per_batch or max(10_000, -(-opts.events // 4))
 
     # ------------------------------------------------------------------ driver
@@ -183,8 +189,9 @@ class Bench:
             if opts.soak_rate:
                 self.results["live"]["soak"] = self._live("soak")
                 return self._done(started)
-            self.results["dataset"] = self._load_backlog()
-            for name in opts.baselines:
+            if opts.scenarios:
+                self.results["dataset"] = self._load_backlog()
+            for name in opts.baselines if opts.scenarios else ():
                 if name == "raw_ingest" and "ingest" not in opts.scenarios:
                     continue
                 if name == "raw_join" and "dedup-join" not in opts.scenarios:
@@ -196,6 +203,8 @@ class Bench:
                 return self._done(started)
             for scenario in opts.scenarios:
                 self.results["drain"][scenario] = self._drain(scenario, None)
+            if opts.drain_events:
+                large_drain(self, quix_python)
             if opts.live:
                 live = opts.scenarios if opts.live_scenarios is None else opts.live_scenarios
                 for scenario in (s for s in live if s in LIVE_SCENARIOS):
@@ -278,7 +287,7 @@ class Bench:
         self.truth_path = self.work / "backlog-truth.json"
         gen.write_truth(self.truth_path, {"send": report.as_dict()})
         self.truth = gen.truth.as_dict()
-        self.backlog_topic = topic
+        self.backlog = Backlog(topic, self.truth, self.truth_path, self.drain_batch_rows)
         dataset = {"topic": topic, **self.truth, "producer": report.as_dict()}
         if join is not None:
             self.join_topic = join_topic
@@ -289,10 +298,17 @@ class Bench:
     # ------------------------------------------------------------------ drain runs
 
     def _drain(
-        self, name: str, quix_python: str | None, cluster_cores: int | None = None
+        self,
+        name: str,
+        quix_python: str | None,
+        cluster_cores: int | None = None,
+        backlog: Backlog | None = None,
     ) -> dict[str, Any]:
-        """Drain the backlog with one run kind, in its own process, and measure it; with
-        `cluster_cores`, on `opts.master` with that many executor cores of one core each."""
+        """Drain the backlog (by default the main one) with one run kind, in its own process,
+        and measure it; with `cluster_cores`, on `opts.master` with that many executor cores
+        of one core each."""
+        backlog = backlog or self.backlog
+        assert backlog is not None, "load a backlog first"
         kind = {
             "raw": "raw",
             "raw_ingest": "raw",
@@ -303,7 +319,7 @@ class Bench:
         if kind == "quix" and quix_python is None:
             return {"ok": False, "exact": False, "error": self.results.get("quix_unavailable")}
         join = None
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"truth": backlog.truth, "truth_path": str(backlog.truth_path)}
         if name in ("dedup-join", "raw_join"):
             o = self.opts
             join = {
@@ -311,28 +327,31 @@ class Bench:
                 "left_window": o.join_left_window,
                 "right_window": o.join_right_window,
             }
-            extra["truth"] = {**self.truth, "join": self.join_truth}
+            extra["truth"] = {**backlog.truth, "join": self.join_truth}
         if cluster_cores is not None:
             extra["master"] = self.opts.master
             extra["spark_conf"] = {
+                **self.opts.spark_conf,
                 "spark.cores.max": str(cluster_cores),
                 "spark.executor.cores": "1",
             }
         label = name if cluster_cores is None else f"{name}-{cluster_cores}-cores"
+        if backlog is not self.backlog:
+            label = f"{label}-{backlog.truth['produced']}"
         run = self._new_run(
             f"drain-{label}",
             kind=kind,
-            topic=self.backlog_topic,
+            topic=backlog.topic,
             dedup=name not in ("ingest", "raw_ingest"),
             join=join,
             mode="drain",
             # At least 4 micro-batches, so the first one (which pays for starting Spark's
             # Python workers) can be told apart from the steady rate of the others.
-            max_rows_per_batch=self.drain_batch_rows,
+            max_rows_per_batch=backlog.batch_rows,
             **extra,
         )
         self.log(f"drain: {label} ...")
-        result = self._execute(run, quix_python)
+        result = self._execute(run, quix_python, backlog.truth["produced"])
         result["rates"] = drain_rates(kind, result)
         if result.get("exact"):
             what = "left events/s" if join else "events/s"
@@ -358,6 +377,7 @@ class Bench:
             "max_rows_per_batch": self.opts.max_rows_per_batch,
             "max_delay": self.opts.max_delay,
             "state_store": self.opts.state_store,
+            "spark_conf": self.opts.spark_conf,
             "truth": getattr(self, "truth", None),
             "truth_path": str(getattr(self, "truth_path", "")),
             "work_dir": str(d / "data"),
@@ -387,13 +407,13 @@ class Bench:
             code = -9
         return code
 
-    def _execute(self, run: Run, quix_python: str | None) -> dict[str, Any]:
+    def _execute(self, run: Run, quix_python: str | None, events: int) -> dict[str, Any]:
         broker_cpu = process_cpu(
             self.broker.process.pid if self.broker and self.broker.process else None
         )
         proc = self._start(run, quix_python)
         sampler = TreeSampler(proc.pid).start()
-        timeout = 300 + self.opts.events / 500
+        timeout = 300 + events / 500
         try:
             code = self._finish(run, proc, timeout)
         except BaseException:  # Ctrl-C / SIGTERM: take the worker (and its JVM) down too

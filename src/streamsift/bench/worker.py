@@ -66,11 +66,11 @@ def pipeline_doc(spec: dict[str, Any], server_port: int | None = None) -> dict[s
             "checkpoint_dir": str(work / "checkpoint"),
             "max_rows_per_batch": spec.get("max_rows_per_batch"),
             "state_store": spec.get("state_store", "rocksdb"),
+            "spark_conf": spec.get("spark_conf") or {},
         },
     }
     if spec.get("master"):  # bench --master: a cluster run
         doc["runtime"]["master"] = spec["master"]
-        doc["runtime"]["spark_conf"] = spec.get("spark_conf", {})
     if spec.get("consumer_group"):
         doc["source"]["consumer_group"] = spec["consumer_group"]
     if spec["dedup"]:

@@ -36,15 +36,24 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--scenario",
-        choices=["ingest", "dedup", "dedup-join", "all", "soak", "formats"],
+        choices=["ingest", "dedup", "dedup-join", "all", "soak", "large-drain", "formats"],
         default="all",
         help="dedup-join: the events and a profile stream, each deduplicated, inner-joined on "
         "the user id (backlog drain only); soak: only a long dedup run at --soak-rate for "
-        "--soak-seconds (memory over time); formats: only the decode speed of JSON, Avro and "
+        "--soak-seconds (memory over time); large-drain: only the large dedup drain "
+        "(--drain-events, default 2,000,000); formats: only the decode speed of JSON, Avro and "
         "Protobuf on the same --events (the parse step alone, one core, best of --rounds)",
     )
     p.add_argument("--rounds", type=int, default=3, help="formats: parses per format (best kept)")
     p.add_argument("--events", type=int, default=200_000, help="backlog size for the drain runs")
+    p.add_argument(
+        "--drain-events",
+        type=int,
+        default=None,
+        help="also drain a second backlog of this many events (e.g. 2000000) with streamsift "
+        "dedup, the raw consumer and quixstreams, so the steady rate is not mostly warm-up "
+        "(streamsift admits its default micro-batch size, or --max-rows-per-batch)",
+    )
     p.add_argument("--out", type=Path, default=Path(".streamsift/bench"), help="output directory")
     p.add_argument(
         "--duration",
@@ -106,6 +115,14 @@ def register(subparsers: Any) -> None:
         default="rocksdb",
         help="streamsift's runtime.state_store: where Spark keeps the join's state",
     )
+    p.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for every streamsift run (its runtime.spark_conf; repeatable), "
+        "e.g. spark.sql.streaming.join.stateFormatVersion=2 to measure a lever's effect",
+    )
     p.add_argument("--bootstrap-servers", help="use this Kafka instead of the bundled broker")
     p.add_argument(
         "--clickhouse",
@@ -129,67 +146,14 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from streamsift.bench.runner import BASELINES, LIVE_SCENARIOS, SCENARIOS, Bench, BenchOptions
-    from streamsift.cli.loadgen import join_windows
-    from streamsift.config.durations import format_duration, parse_duration
+    from streamsift.bench.runner import Bench
 
     if args.scenario == "formats":
         return _formats(args)
-    baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
-    unknown = sorted(set(baselines) - set(BASELINES))
-    if unknown:
-        return fail(f"unknown baseline(s) {', '.join(unknown)}; use {', '.join(BASELINES)}", code=2)
-    live_scenarios = None
-    if args.live_scenarios is not None:
-        live_scenarios = tuple(x.strip() for x in args.live_scenarios.split(",") if x.strip())
-        if set(live_scenarios) - set(LIVE_SCENARIOS):
-            return fail(f"--live-scenarios takes {', '.join(LIVE_SCENARIOS)}", code=2)
-    if args.events <= 0 or args.partitions <= 0 or args.duration <= 0:
-        return fail("--events, --partitions and --duration must be positive", code=2)
-    if args.join_events is not None and args.join_events < 0:
-        return fail("--join-events must not be negative", code=2)
     try:
-        max_delay = parse_duration(args.max_delay)
-        if max_delay.total_seconds() <= 0:
-            raise ValueError(f"--max-delay must be positive, got {args.max_delay!r}")
-        left_window, right_window = join_windows(args.join_window)
-        if min(left_window.total_seconds(), right_window.total_seconds()) <= 0:
-            raise ValueError("--join-window: windows must be positive")
+        opts = bench_options(args)
     except ValueError as exc:
         return fail(str(exc), code=2)
-    if args.master:  # the cluster comparison only (see --master)
-        baselines, live_scenarios, args.no_live, args.scenario = (), (), True, "dedup"
-    opts = BenchOptions(
-        scenarios={"all": SCENARIOS, "soak": ()}.get(args.scenario, (args.scenario,)),
-        soak_rate=args.soak_rate if args.scenario == "soak" else 0,
-        soak_seconds=args.soak_seconds,
-        soak_window=args.soak_window,
-        baselines=baselines,
-        events=args.events,
-        out=args.out,
-        partitions=args.partitions,
-        duplicates=args.duplicates,
-        payload_bytes=args.payload_bytes,
-        seed=args.seed,
-        join_events=args.join_events,
-        join_left_window=format_duration(left_window),
-        join_right_window=format_duration(right_window),
-        live=not args.no_live,
-        live_scenarios=live_scenarios,
-        latency_rates=args.latency_rates,
-        ramp_rates=args.ramp,
-        step_seconds=args.duration,
-        max_rows_per_batch=args.max_rows_per_batch,
-        max_delay=format_duration(max_delay),
-        state_store=args.state_store,
-        bootstrap_servers=args.bootstrap_servers,
-        clickhouse="server" if args.master else args.clickhouse,
-        master=args.master,
-        keep_work=args.keep_work,
-        plots=not args.no_plots,
-        note=args.note,
-        command="streamsift " + shlex.join(sys.argv[1:]),
-    )
 
     def log(msg: str) -> None:
         print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True)
@@ -232,3 +196,78 @@ def _formats(args: argparse.Namespace) -> int:
         print("FAILED: a format did not parse into the same rows as JSON", file=sys.stderr)
         return 1
     return 0
+
+
+def bench_options(args: argparse.Namespace) -> Any:
+    """The parsed command line as BenchOptions; ValueError names a bad option."""
+    from streamsift.bench.large_drain import LARGE_DRAIN_EVENTS
+    from streamsift.bench.runner import BASELINES, LIVE_SCENARIOS, SCENARIOS, BenchOptions
+    from streamsift.cli.loadgen import join_windows
+    from streamsift.config.durations import format_duration, parse_duration
+
+    baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
+    unknown = sorted(set(baselines) - set(BASELINES))
+    if unknown:
+        raise ValueError(f"unknown baseline(s) {', '.join(unknown)}; use {', '.join(BASELINES)}")
+    live_scenarios = None
+    if args.live_scenarios is not None:
+        live_scenarios = tuple(x.strip() for x in args.live_scenarios.split(",") if x.strip())
+        if set(live_scenarios) - set(LIVE_SCENARIOS):
+            raise ValueError(f"--live-scenarios takes {', '.join(LIVE_SCENARIOS)}")
+    if args.events <= 0 or args.partitions <= 0 or args.duration <= 0:
+        raise ValueError("--events, --partitions and --duration must be positive")
+    drain_events = args.drain_events
+    if drain_events is None:
+        drain_events = LARGE_DRAIN_EVENTS if args.scenario == "large-drain" else 0
+    if drain_events < 0 or (args.scenario == "large-drain" and drain_events == 0):
+        raise ValueError("--drain-events must be positive")
+    if args.join_events is not None and args.join_events < 0:
+        raise ValueError("--join-events must not be negative")
+    max_delay = parse_duration(args.max_delay)
+    if max_delay.total_seconds() <= 0:
+        raise ValueError(f"--max-delay must be positive, got {args.max_delay!r}")
+    left_window, right_window = join_windows(args.join_window)
+    if min(left_window.total_seconds(), right_window.total_seconds()) <= 0:
+        raise ValueError("--join-window: windows must be positive")
+    spark_conf = {}
+    for item in args.spark_conf:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip().startswith("spark."):
+            raise ValueError(f"--spark-conf {item!r}: give KEY=VALUE with a key starting spark.")
+        spark_conf[key.strip()] = value.strip()
+    scenario, live = args.scenario, not args.no_live
+    if args.master:  # the cluster comparison only (see --master)
+        baselines, live_scenarios, live, scenario = (), (), False, "dedup"
+    return BenchOptions(
+        scenarios={"all": SCENARIOS, "soak": (), "large-drain": ()}.get(scenario, (scenario,)),
+        drain_events=drain_events if scenario != "soak" else 0,
+        soak_rate=args.soak_rate if scenario == "soak" else 0,
+        soak_seconds=args.soak_seconds,
+        soak_window=args.soak_window,
+        baselines=baselines,
+        events=args.events,
+        out=args.out,
+        partitions=args.partitions,
+        duplicates=args.duplicates,
+        payload_bytes=args.payload_bytes,
+        seed=args.seed,
+        join_events=args.join_events,
+        join_left_window=format_duration(left_window),
+        join_right_window=format_duration(right_window),
+        live=live,
+        live_scenarios=live_scenarios,
+        latency_rates=args.latency_rates,
+        ramp_rates=args.ramp,
+        step_seconds=args.duration,
+        max_rows_per_batch=args.max_rows_per_batch,
+        max_delay=format_duration(max_delay),
+        state_store=args.state_store,
+        spark_conf=spark_conf,
+        bootstrap_servers=args.bootstrap_servers,
+        clickhouse="server" if args.master else args.clickhouse,
+        master=args.master,
+        keep_work=args.keep_work,
+        plots=not args.no_plots,
+        note=args.note,
+        command="streamsift " + shlex.join(sys.argv[1:]),
+    )

@@ -34,6 +34,7 @@ from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
 from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats, SinkCounts, lag_by_partition
 from streamsift.runtime.query import build_stream, source_name
+from streamsift.runtime.query_conf import query_conf
 from streamsift.runtime.registry_fields import require_fields
 from streamsift.runtime.schema_drift import SchemaDrift, drift_enabled, flagged_in, flagged_rows
 from streamsift.runtime.session import (
@@ -178,6 +179,8 @@ class PipelineRunner:
     def _build_query(self, spark: Any, until_caught_up: bool) -> Any:
         # set for every query: one session may run pipelines with different choices
         spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[self.pipeline.runtime.state_store])
+        for key, value in query_conf(self.pipeline).items():
+            spark.conf.set(key, value)
         clear_interrupted_writes(self.checkpoint / "spark")
         new_query = not has_batches(self.checkpoint / "spark")
         if self.state_url and not new_query:
