@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from streamsift.runtime.checkpoint import clear_interrupted_writes, committed_en
 from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
 from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats, SinkCounts, lag_by_partition
+from streamsift.runtime.progress_feed import ProgressFeed
 from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.registry_fields import require_fields
 from streamsift.runtime.schema_drift import SchemaDrift, drift_enabled, flagged_in, flagged_rows
@@ -53,6 +55,7 @@ from streamsift.sources.errors import SourceError, SourceUnavailable
 from streamsift.transforms.dedup_store import PartitionStore, seed_from_local
 
 EXECUTOR_WATCH_S = 2.0  # how often the driver pings ClickHouse while executors insert
+PROGRESS_DRAIN_S = 5.0  # how long an ended run waits for the listener bus's last reports
 log = logging.getLogger("streamsift.runtime")
 
 
@@ -119,6 +122,7 @@ class PipelineRunner:
             pipeline, self.writer, after_insert=fault_from_environment(driver_pid=os.getpid())
         )
         self._query_id: str | None = None
+        self._progress = ProgressFeed()
 
     def wait_for_sink(self) -> None:
         """A ClickHouse server must answer within `sink.connect_timeout`, or the run ends."""
@@ -202,16 +206,33 @@ class PipelineRunner:
         flight finish, unless its sink is retrying (then the batch is left uncommitted).
         """
         self.checkpoint.mkdir(parents=True, exist_ok=True)
+        # the JVM starts (seconds) while the sink is checked and prepared
+        starter = ThreadPoolExecutor(1, thread_name_prefix="spark-session-start")
+        session = starter.submit(
+            spark_session,
+            f"streamsift-{self.pipeline.name}",
+            master=self.master,
+            verbose=self.verbose,
+            spark_conf=self.pipeline.runtime.spark_conf,
+        )
+        starter.shutdown(wait=False)
         try:
             with self._stop.interruptible():
                 self.wait_for_sink()
                 self.prepare_sink()
-            spark = spark_session(
-                f"streamsift-{self.pipeline.name}",
-                master=self.master,
-                verbose=self.verbose,
-                spark_conf=self.pipeline.runtime.spark_conf,
+            spark = session.result()
+        except (StopRequested, RetryInterrupted):
+            return self._stopped(
+                f"stopped during start-up{_during(self.stats.status)}; nothing was read"
             )
+        spark.streams.addListener(self._progress)
+        try:
+            return self._run_query(spark, until_caught_up)
+        finally:
+            spark.streams.removeListener(self._progress)
+
+    def _run_query(self, spark: Any, until_caught_up: bool) -> RunResult:
+        try:
             with self._stop.interruptible():
                 query = self._build_query(spark, until_caught_up)
         except (StopRequested, RetryInterrupted):
@@ -249,7 +270,7 @@ class PipelineRunner:
             except StreamingQueryException:
                 break  # reported through query.exception()
             self._poll(query)
-        self._poll(query)
+        self._poll(query, final=True)
         return abandoned
 
     def _stopped(self, note: str | None) -> RunResult:
@@ -287,12 +308,16 @@ class PipelineRunner:
         query.stop()
         return abandoned
 
-    def _poll(self, query: Any) -> None:
-        progresses = query.recentProgress
-        for progress in progresses:
+    def _poll(self, query: Any, final: bool = False) -> None:
+        """Fold the progress reports Spark's listener bus delivered since the last poll into
+        the stats. `final` (the query has ended): first wait, briefly, for the bus to deliver
+        the query's last reports, and read them from the query itself if it does not."""
+        if final and not self._progress.wait_terminated(query.runId, PROGRESS_DRAIN_S):
+            for progress in query.recentProgress:
+                self._progress.add(str(progress.runId), json.loads(progress.json))
+        for progress in self._progress.take(query.runId):
             self.stats.ingest(progress)
-        if progresses:
-            self.last_progress = json.loads(progresses[-1].json)
+            self.last_progress = progress
         if self.on_progress:
             self.on_progress(self.stats)
 
