@@ -19,7 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -207,15 +207,15 @@ class PipelineRunner:
         """
         self.checkpoint.mkdir(parents=True, exist_ok=True)
         # the JVM starts (seconds) while the sink is checked and prepared
-        starter = ThreadPoolExecutor(1, thread_name_prefix="spark-session-start")
-        session = starter.submit(
-            spark_session,
-            f"streamsift-{self.pipeline.name}",
-            master=self.master,
-            verbose=self.verbose,
-            spark_conf=self.pipeline.runtime.spark_conf,
+        session = in_background(
+            lambda: spark_session(
+                f"streamsift-{self.pipeline.name}",
+                master=self.master,
+                verbose=self.verbose,
+                spark_conf=self.pipeline.runtime.spark_conf,
+            ),
+            "spark-session-start",
         )
-        starter.shutdown(wait=False)
         try:
             with self._stop.interruptible():
                 self.wait_for_sink()
@@ -442,6 +442,22 @@ def _write_on_executors(df: Any, writer: BatchWriter, qid: str, batch_id: int) -
     return df.mapInArrow(
         write_partition, "written long, dlq long, late long, extra string"
     ).collect()
+
+
+def in_background(work: Callable[[], Any], name: str) -> Future[Any]:
+    """Run `work` on a daemon thread (a stop during start-up must not wait for it at exit);
+    the future hands its value or error to whoever waits."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # noqa: BLE001 - raised by the waiter's future.result()
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
 
 
 def retried_operation(status: str) -> str:
