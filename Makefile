@@ -13,9 +13,9 @@ UI_BUILT := src/streamsift/ui/static/index.html
 UI_SOURCES := $(shell find ui/src -type f 2>/dev/null) ui/index.html ui/package.json \
 	ui/package-lock.json ui/tsconfig.json ui/vite.config.ts
 
-.PHONY: setup demo test lint clean java ui browser
+.PHONY: setup demo test lint clean java ui browser jvm-archive
 
-setup: $(STAMP) java ui
+setup: $(STAMP) java ui jvm-archive
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed: install python3.11 (apt-get install python3.11 python3.11-venv)")'
@@ -28,6 +28,11 @@ $(STAMP): pyproject.toml
 
 java:
 	@bash scripts/ensure-java.sh
+
+# the driver JVM's class-data-sharing archive, built once into the user's cache (~1 min the
+# first time; afterwards only checked); runs start without it when it is missing or stale
+jvm-archive: $(STAMP) java
+	@$(PY) -m streamsift.runtime.class_archive
 
 ui: $(UI_BUILT)
 

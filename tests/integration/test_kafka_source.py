@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Producer
 
@@ -59,3 +61,44 @@ def test_a_consumer_that_stopped_fetching_is_replaced(broker, topic, monkeypatch
     records = fetch_range(spec, KafkaPartitionRange(topic, 0, 100, 300))
     assert records.offsets == list(range(100, 300))
     assert records.values == [f"m{i}".encode() for i in range(100, 300)]
+
+
+def test_the_background_end_probe_answers_true_ends(broker, unique_name):
+    """Live planning takes the ends from the background probe: true ends on the bundled
+    broker, whose high watermark under-reports them, with new messages seen without a
+    planner probing itself; the probe stops with the reader."""
+    from confluent_kafka import TopicPartition
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from streamsift.sources.kafka import KafkaStreamReader
+
+    broker.create_topic(unique_name, partitions=2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 50})
+
+    def produce(counts: dict[int, int]) -> None:
+        for partition, n in counts.items():
+            for i in range(n):
+                producer.produce(unique_name, value=f"m{i}".encode(), partition=partition)
+        producer.flush(15)
+
+    produce({0: 120, 1: 7})
+    reader = KafkaStreamReader(KafkaReadSpec(broker.bootstrap_servers, unique_name, "g"), None)  # type: ignore[arg-type]
+    try:
+        first = reader.latestOffset({}, ReadAllAvailable())  # probes itself, starts the watcher
+        assert first == {f"{unique_name}/0": 120, f"{unique_name}/1": 7}
+        _, high = reader._consumer().get_watermark_offsets(
+            TopicPartition(unique_name, 0), timeout=10
+        )
+        assert high < 120  # what makes the probe needed on this broker
+        produce({0: 30, 1: 3})
+        expected = {f"{unique_name}/0": 150, f"{unique_name}/1": 10}
+        deadline = time.monotonic() + 10
+        while (watched := reader._watcher.ends()) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert watched == expected
+        answer = reader.latestOffset(first, ReadAllAvailable())
+        assert answer == expected and list(answer) == sorted(answer)
+        watcher = reader._watcher
+    finally:
+        reader.stop()
+    assert not watcher._thread.is_alive()

@@ -402,7 +402,7 @@ def test_defaults_and_derived_values() -> None:
     assert p.primary_source.security.protocol.value == "PLAINTEXT"
     assert p.sink.create_table is False
     assert p.sink.max_batch_size == 100_000
-    assert p.sink.max_delay_time == timedelta(seconds=1)
+    assert p.sink.max_delay_time == timedelta(milliseconds=500)
     assert p.sink.clickhouse.embedded
     assert p.runtime.state_store.value == "rocksdb"
     assert p.primary_source.schema_.field("user.id") is not None

@@ -106,8 +106,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--max-delay",
-        default="1s",
-        help="streamsift's sink.max_delay_time (the trigger interval of the live runs; default 1s)",
+        default="500ms",
+        help="streamsift's sink.max_delay_time (the trigger interval of the live runs; default "
+        "500ms, the pipeline default)",
     )
     p.add_argument(
         "--state-store",

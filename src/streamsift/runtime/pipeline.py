@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from streamsift.runtime.checkpoint import clear_interrupted_writes, committed_en
 from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
 from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats, SinkCounts, lag_by_partition
+from streamsift.runtime.progress_feed import ProgressFeed
 from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.query_conf import query_conf
 from streamsift.runtime.registry_fields import require_fields
@@ -55,6 +57,7 @@ from streamsift.sources.errors import SourceError, SourceUnavailable
 from streamsift.transforms.dedup_store import PartitionStore, seed_from_local
 
 EXECUTOR_WATCH_S = 2.0  # how often the driver pings ClickHouse while executors insert
+PROGRESS_DRAIN_S = 5.0  # how long an ended run waits for the listener bus's last reports
 log = logging.getLogger("streamsift.runtime")
 
 
@@ -125,6 +128,7 @@ class PipelineRunner:
         # serialized chunks; runtime/arrow_passthrough.py), else None; and "arrow" or "rows".
         self.arrow_schema: pa.Schema | None = None
         self.data_path: str | None = None
+        self._progress = ProgressFeed()
 
     def wait_for_sink(self) -> None:
         """A ClickHouse server must answer within `sink.connect_timeout`, or the run ends."""
@@ -215,16 +219,33 @@ class PipelineRunner:
         flight finish, unless its sink is retrying (then the batch is left uncommitted).
         """
         self.checkpoint.mkdir(parents=True, exist_ok=True)
-        try:
-            with self._stop.interruptible():
-                self.wait_for_sink()
-                self.prepare_sink()
-            spark = spark_session(
+        # the JVM starts (seconds) while the sink is checked and prepared
+        session = in_background(
+            lambda: spark_session(
                 f"streamsift-{self.pipeline.name}",
                 master=self.master,
                 verbose=self.verbose,
                 spark_conf=self.pipeline.runtime.spark_conf,
+            ),
+            "spark-session-start",
+        )
+        try:
+            with self._stop.interruptible():
+                self.wait_for_sink()
+                self.prepare_sink()
+            spark = session.result()
+        except (StopRequested, RetryInterrupted):
+            return self._stopped(
+                f"stopped during start-up{_during(self.stats.status)}; nothing was read"
             )
+        spark.streams.addListener(self._progress)
+        try:
+            return self._run_query(spark, until_caught_up)
+        finally:
+            spark.streams.removeListener(self._progress)
+
+    def _run_query(self, spark: Any, until_caught_up: bool) -> RunResult:
+        try:
             with self._stop.interruptible():
                 query = self._build_query(spark, until_caught_up)
         except (StopRequested, RetryInterrupted):
@@ -262,7 +283,7 @@ class PipelineRunner:
             except StreamingQueryException:
                 break  # reported through query.exception()
             self._poll(query)
-        self._poll(query)
+        self._poll(query, final=True)
         return abandoned
 
     def _stopped(self, note: str | None) -> RunResult:
@@ -300,12 +321,16 @@ class PipelineRunner:
         query.stop()
         return abandoned
 
-    def _poll(self, query: Any) -> None:
-        progresses = query.recentProgress
-        for progress in progresses:
+    def _poll(self, query: Any, final: bool = False) -> None:
+        """Fold the progress reports Spark's listener bus delivered since the last poll into
+        the stats. `final` (the query has ended): first wait, briefly, for the bus to deliver
+        the query's last reports, and read them from the query itself if it does not."""
+        if final and not self._progress.wait_terminated(query.runId, PROGRESS_DRAIN_S):
+            for progress in query.recentProgress:
+                self._progress.add(str(progress.runId), json.loads(progress.json))
+        for progress in self._progress.take(query.runId):
             self.stats.ingest(progress)
-        if progresses:
-            self.last_progress = json.loads(progresses[-1].json)
+            self.last_progress = progress
         if self.on_progress:
             self.on_progress(self.stats)
 
@@ -447,6 +472,22 @@ def flagged_chunks(df: Any) -> pa.Table:
         flagged_of_chunks, "_topic string, _partition int, _offset bigint, _raw binary"
     ).toArrow()
     return flagged.sort_by([(c, "ascending") for c in ("_topic", "_partition", "_offset")])
+
+
+def in_background(work: Callable[[], Any], name: str) -> Future[Any]:
+    """Run `work` on a daemon thread (a stop during start-up must not wait for it at exit);
+    the future hands its value or error to whoever waits."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # noqa: BLE001 - raised by the waiter's future.result()
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
 
 
 def retried_operation(status: str) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsift.config.models import StateStore
+from streamsift.runtime import class_archive
 from streamsift.runtime.bytecode import ensure_worker_bytecode
 from streamsift.runtime.environment import (
     EXECUTOR_PYTHON,
@@ -128,7 +129,10 @@ def spark_session(
     if "PYSPARK_SUBMIT_ARGS" not in os.environ:
         # Driver JVM options must be known before the JVM starts, hence spark-submit args.
         memory = os.environ.get("STREAMSIFT_DRIVER_MEMORY", "2g")
-        options = [JAVA_OPTIONS, os.environ.get("STREAMSIFT_JAVA_OPTIONS", "")]
+        options = [_shaping_java_options()]
+        java = shutil.which("java", path=_java_path())
+        if java is not None:  # the classes parsed once at setup (runtime/class_archive.py)
+            options += class_archive.java_options(java, _shaping_java_options())
         if not verbose:
             options.append(f"-Dlog4j2.configurationFile=file:{log_conf}")
         java_opts = " ".join(o for o in options if o)
@@ -143,11 +147,19 @@ def spark_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
+        # progress reaches the runner through a listener (runtime/progress_feed.py); the
+        # retained reports are only its fallback when a run's last reports come late
+        .config("spark.sql.streaming.numRecentProgressUpdates", "100")
         .config(STATE_STORE_CONF, STATE_STORE_PROVIDERS[StateStore.ROCKSDB])
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.driver.maxResultSize", "2g")
         .config("spark.python.worker.reuse", "true")
+        # local checkpoints without Hadoop's checksum files: pip's PySpark has no native Hadoop
+        # library, so every file created forks `chmod`, twice with the `.crc` beside it
+        .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+        .config(
+            "spark.hadoop.fs.AbstractFileSystem.file.impl", "org.apache.hadoop.fs.local.RawLocalFs"
+        )
         # a long-running query runs thousands of jobs: keep only the recent ones' status
         .config("spark.ui.retainedJobs", "100")
         .config("spark.ui.retainedStages", "100")
@@ -159,6 +171,18 @@ def spark_session(
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if verbose else "OFF")
     return spark
+
+
+def _shaping_java_options() -> str:
+    return " ".join(o for o in (JAVA_OPTIONS, os.environ.get("STREAMSIFT_JAVA_OPTIONS")) if o)
+
+
+def build_class_archive() -> Path | None:
+    """Build the driver JVM's class archive once (setup); None when it could not be."""
+    java = shutil.which("java", path=_java_path())
+    if java is None:
+        return None
+    return class_archive.build(java, _shaping_java_options())
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from streamsift.sources.end_watch import EndWatcher
 from streamsift.sources.errors import SourceError, SourceUnavailable
 from streamsift.sources.kafka_auth import AuthRefusals, client_config, describe_security
 
@@ -38,6 +39,7 @@ FETCH_CHUNK = 50_000
 # a fresh one once, before the range fails after the connect timeout.
 STALL_REFRESH_S = 5.0
 END_PROBE_BUDGET_S = 0.2
+PARTITIONS_REFRESH_S = 10.0  # how often the background end probe re-lists the partitions
 # Metadata answers about a topic that no retry will change.
 TOPIC_REFUSED = frozenset(
     {
@@ -170,12 +172,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[str, int] | None = None
         self._known_ends: dict[str, int] = {}
         self._latest: dict[str, int] | None = None
+        self._watcher: EndWatcher | None = None
 
     # ------------------------------------------------------------------ driver side
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_probe"] = None
+        state["_watcher"] = None
         return state
 
     def _consumer(self) -> Consumer:
@@ -244,49 +248,56 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "source.topic, or create the topic"
         )
 
-    def _true_end(self, partition: int) -> int:
-        """The offset after the last message, found by reading to end-of-partition.
+    def _probe_ends(self, consumer: Consumer, partitions: list[int]) -> dict[str, int]:
+        """The offset after the last message of each partition, found by reading to
+        end-of-partition (all partitions at once, so one fetch round answers for all).
 
         Brokers may under-report the high watermark (the bundled test broker does), so the
         watermark is only a hint where to start looking.
         """
-        consumer = self._consumer()
-        tp = TopicPartition(self.spec.topic, partition)
-        low, high = consumer.get_watermark_offsets(tp, timeout=10)
-        key = offset_key(self.spec.topic, partition)
-        start = max(high - 1, self._known_ends.get(key, 0), low, 0)
-        consumer.assign([TopicPartition(self.spec.topic, partition, start)])
-        end = start
+        topic = self.spec.topic
+        starts: dict[int, int] = {}
+        watermarks: dict[int, tuple[int, int]] = {}
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            watermarks[p] = (low, high)
+            starts[p] = max(high - 1, self._known_ends.get(offset_key(topic, p), 0), low, 0)
+        consumer.assign([TopicPartition(topic, p, starts[p]) for p in partitions])
+        ends = dict(starts)
+        pending = set(partitions)
         started = time.monotonic()
-        deadline = started + 30
         try:
-            while time.monotonic() < deadline:
-                done = False
+            while pending and time.monotonic() - started < 30:
                 for msg in consumer.consume(10_000, 0.05):
-                    err = msg.error()
-                    if err is None:
-                        end = max(end, msg.offset() + 1)
+                    p, err = msg.partition(), msg.error()
+                    if p not in ends:  # a client-level error
+                        if err is not None and not err.retriable():
+                            raise SourceUnavailable(f"reading {topic}: {err.str()}")
+                    elif err is None:
+                        ends[p] = max(ends[p], msg.offset() + 1)
                     elif err.code() == KafkaError._PARTITION_EOF:
-                        end = max(end, msg.offset())
-                        done = True
+                        ends[p] = max(ends[p], msg.offset())
+                        pending.discard(p)
                     elif err.code() == KafkaError.OFFSET_OUT_OF_RANGE:
-                        end = max(high, low)
-                        done = True
+                        ends[p] = max(watermarks[p])
+                        pending.discard(p)
                     elif not err.retriable():
-                        raise SourceUnavailable(f"reading {key}: {err.str()}")
+                        raise SourceUnavailable(f"reading {topic}/{p}: {err.str()}")
                 # While producers keep writing, the end keeps moving: any offset seen is a
                 # valid end, so stop after a short budget instead of chasing it.
-                if done or (end > start and time.monotonic() - started > END_PROBE_BUDGET_S):
-                    break
-            else:
-                raise SourceUnavailable(
-                    f"Kafka at {self.spec.bootstrap_servers} did not answer: no end-of-partition"
-                    f" signal from {key} within 30s (is the broker up?)"
-                )
+                if time.monotonic() - started > END_PROBE_BUDGET_S:
+                    pending = {p for p in pending if ends[p] <= starts[p]}
         finally:
             consumer.unassign()
-        self._known_ends[key] = end
-        return end
+        if pending:
+            raise SourceUnavailable(
+                f"Kafka at {self.spec.bootstrap_servers} did not answer: no end-of-partition"
+                f" signal from {offset_key(topic, min(pending))} within 30s (is the broker up?)"
+            )
+        found = {offset_key(topic, p): end for p, end in ends.items()}
+        for key, end in found.items():  # a slower concurrent probe must not move it back
+            self._known_ends[key] = max(end, self._known_ends.get(key, 0))
+        return sorted_offsets(found)
 
     def _current_ends(self) -> dict[str, int]:
         """End offsets of every partition, waiting up to the connect timeout for the broker."""
@@ -294,9 +305,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         delay = 0.5
         while True:
             try:
-                return sorted_offsets(
-                    {offset_key(self.spec.topic, p): self._true_end(p) for p in self._partitions()}
-                )
+                return self._probe_ends(self._consumer(), self._partitions())
             except (KafkaException, SourceUnavailable) as exc:
                 if time.monotonic() + delay > deadline:
                     if isinstance(exc, SourceUnavailable):
@@ -308,6 +317,31 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 log.warning("Kafka unavailable (%s); retrying", exc)
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+    def _live_ends(self) -> dict[str, int]:
+        """The ends for a live micro-batch: the background probe's latest answer when it is
+        fresh, else probed now (and the background probe started)."""
+        watched = self._watcher.ends() if self._watcher is not None else None
+        if watched is not None:
+            return watched
+        ends = self._current_ends()
+        if self._watcher is None:
+            self._watcher = self._watch_ends(self._partitions())
+        return ends
+
+    def _watch_ends(self, partitions: list[int]) -> EndWatcher:
+        """Probe the ends in the background, on a consumer of its own."""
+        consumer = make_consumer(self.spec)
+        listed = [time.monotonic(), partitions]
+
+        def probe() -> dict[str, int]:
+            if time.monotonic() - listed[0] > PARTITIONS_REFRESH_S:
+                topic = consumer.list_topics(self.spec.topic, timeout=5).topics.get(self.spec.topic)
+                if topic is not None and topic.error is None and topic.partitions:
+                    listed[:] = [time.monotonic(), sorted(topic.partitions)]
+            return self._probe_ends(consumer, listed[1])
+
+        return EndWatcher(probe, consumer.close)
 
     def initialOffset(self) -> dict[str, int]:
         if self.spec.start_from == "latest":
@@ -328,7 +362,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict[str, int]:
-        ends = dict(self._target) if self._target is not None else self._current_ends()
+        ends = dict(self._target) if self._target is not None else self._live_ends()
         for key, value in start.items():  # never move backwards, e.g. after a topic was re-created
             ends[key] = max(ends.get(key, value), int(value))
         self._latest = sorted_offsets(ends)
@@ -358,6 +392,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
 
     def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
         if self._probe is not None:
             self._probe.close()
             self._probe = None

@@ -1,0 +1,186 @@
+"""A class-data-sharing (CDS) archive of the classes Spark's driver JVM loads, built once.
+
+A JVM starting Spark loads and verifies thousands of classes from jars; a dynamic CDS archive
+(Java 13+) holds them parsed and verified, and maps them at the next start. The archive is
+built once per installation (`make setup` runs `python -m streamsift.runtime.class_archive`)
+into the user's cache, named by what it depends on (the PySpark version, the java binary,
+the JVM options that shape it). Optional all the way: no archive, a stale one or a failed
+build only means a start without it (the JVM checks an archive's header and ignores one that
+does not match; `-Xshare:auto`). But a truncated archive crashes Java 17 (SIGBUS, checked),
+so an archive is used only beside its seal: a file holding its size, written once a JVM
+started with it. STREAMSIFT_CLASS_ARCHIVE=off turns it off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ARCHIVE_ENV = "STREAMSIFT_CLASS_ARCHIVE"
+DUMP_ENV = "STREAMSIFT_CLASS_ARCHIVE_DUMP"  # set for the JVM that writes the archive
+BUILD_TIMEOUT_S = 300
+# the JVM's own messages about an archive it cannot use are not the user's business
+QUIET = "-Xlog:cds=off,cds+dynamic=off"
+
+
+def archive_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "streamsift" / "jvm"
+
+
+def archive_path(java: str, shaping_options: str) -> Path:
+    """Where the archive for this java, PySpark and JVM options lives."""
+    import pyspark
+
+    real = Path(java).resolve()
+    stat = real.stat()
+    key = f"{pyspark.__version__}|{real}|{stat.st_size}|{stat.st_mtime_ns}|{shaping_options}"
+    return archive_dir() / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def java_options(java: str, shaping_options: str) -> list[str]:
+    """The JVM options that use the archive (or, for the build, write it); none without."""
+    if os.environ.get(ARCHIVE_ENV, "").lower() == "off":
+        return []
+    dump = os.environ.get(DUMP_ENV)
+    if dump:
+        return [f"-XX:ArchiveClassesAtExit={dump}", QUIET]
+    try:
+        path = archive_path(java, shaping_options)
+    except OSError:
+        return []
+    if not is_sealed(path):
+        return []
+    return [f"-XX:SharedArchiveFile={path}", "-Xshare:auto", QUIET]
+
+
+def seal_of(path: Path) -> Path:
+    return path.with_name(path.name + ".size")
+
+
+def is_sealed(path: Path) -> bool:
+    """The archive is there, whole: its size is the one recorded when it was checked."""
+    try:
+        return seal_of(path).read_text().strip() == str(path.stat().st_size)
+    except (OSError, ValueError):
+        return False
+
+
+def starts_with(java: str, archive: Path) -> bool:
+    """Does a JVM start (and end) cleanly with this archive?"""
+    try:
+        done = subprocess.run(
+            [java, f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", QUIET, "-version"],
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def build(java: str, shaping_options: str, force: bool = False) -> Path | None:
+    """Build the archive unless it exists: a child process runs a little Spark work with the
+    dump option, and the file is moved into place only when its JVM wrote it whole."""
+    path = archive_path(java, shaping_options)
+    if is_sealed(path) and not force:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+    env = {**os.environ, DUMP_ENV: str(part)}
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "streamsift.runtime.class_archive", "--exercise"],
+            env=env,
+            timeout=BUILD_TIMEOUT_S,
+            check=True,
+            capture_output=True,
+        )
+        if not part.is_file() or not starts_with(java, part):
+            return None
+        seal_of(path).unlink(missing_ok=True)
+        os.replace(part, path)
+        seal_of(path).write_text(str(path.stat().st_size))
+        return path
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            part.unlink()
+
+
+def _exercise() -> None:
+    """Spark work that loads what a pipeline's start loads: a session, a Python data
+    source, a stateful streaming query with foreachBatch; then the JVM exits (and dumps)."""
+    import tempfile
+
+    from pyspark import SparkContext
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+    from streamsift.runtime.session import spark_session
+
+    class Reader(DataSourceStreamReader):
+        def initialOffset(self) -> dict:
+            return {"n": 0}
+
+        def latestOffset(self) -> dict:
+            return {"n": 10}
+
+        def partitions(self, start: dict, end: dict) -> list:
+            return [InputPartition(0)]
+
+        def read(self, partition: InputPartition):  # type: ignore[no-untyped-def]
+            yield from ((i % 3, str(i)) for i in range(10))
+
+    class Source(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "streamsift_class_archive"
+
+        def schema(self) -> str:
+            return "k long, v string"
+
+        def streamReader(self, schema: object) -> DataSourceStreamReader:
+            return Reader()
+
+    spark = spark_session("streamsift-class-archive")
+    spark.dataSource.register(Source)
+    with tempfile.TemporaryDirectory() as checkpoint:
+        frame = spark.readStream.format("streamsift_class_archive").load().dropDuplicates(["k"])
+        query = (
+            frame.writeStream.foreachBatch(lambda df, _: df.toArrow())
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+    gateway = SparkContext._gateway
+    spark.stop()
+    if gateway is not None:  # the JVM exits when its stdin closes, writing the archive
+        proc = gateway.proc
+        gateway.shutdown()
+        proc.stdin.close()
+        proc.wait(BUILD_TIMEOUT_S)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--exercise", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.exercise:
+        _exercise()
+        return
+    from streamsift.runtime.session import build_class_archive
+
+    path = build_class_archive()
+    print(f"JVM class archive: {path or 'not built (runs start without it)'}")
+
+
+if __name__ == "__main__":
+    main()

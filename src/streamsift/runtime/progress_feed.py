@@ -1,0 +1,58 @@
+"""Spark's progress reports, pushed by its listener bus once per micro-batch.
+
+Polling `query.recentProgress` every second re-read (and parsed) every retained report, up to
+`numRecentProgressUpdates` of them, each time; a listener hands over each report once, as Spark
+posts it. The bus delivers a query's reports in order, and its termination after the last.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from typing import Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+# Reports held for the runner to take; more than a run makes between two polls, and a bound
+# against a session whose other queries' reports nobody takes.
+MAX_HELD = 1_000
+
+
+class ProgressFeed(StreamingQueryListener):
+    """Collects progress reports (as dicts) by run id until the runner takes them."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._held: deque[tuple[str, dict[str, Any]]] = deque(maxlen=MAX_HELD)
+        self._ended: set[str] = set()
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        progress = event.progress
+        self.add(str(progress.runId), json.loads(progress.json))
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        with self._changed:
+            self._ended.add(str(event.runId))
+            self._changed.notify_all()
+
+    def add(self, run_id: str, report: dict[str, Any]) -> None:
+        with self._changed:
+            self._held.append((run_id, report))
+
+    def take(self, run_id: str) -> list[dict[str, Any]]:
+        """The reports of `run_id` since the last take, oldest first (others are dropped)."""
+        with self._changed:
+            held, self._held = self._held, deque(maxlen=MAX_HELD)
+        return [report for rid, report in held if rid == str(run_id)]
+
+    def wait_terminated(self, run_id: str, timeout_s: float) -> bool:
+        """True once the bus delivered the end of `run_id` (so all its reports before it)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: str(run_id) in self._ended, timeout_s)

@@ -1,0 +1,30 @@
+"""The JVM class archive is optional: used only when present and whole (sealed)."""
+
+from __future__ import annotations
+
+from streamsift.runtime import class_archive
+
+
+def test_the_archive_is_used_only_when_sealed(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(class_archive.ARCHIVE_ENV, raising=False)
+    monkeypatch.delenv(class_archive.DUMP_ENV, raising=False)
+    java = tmp_path / "java"
+    java.write_text("#!/bin/sh\n")
+    path = class_archive.archive_path(str(java), "-Xfoo")
+    assert class_archive.java_options(str(java), "-Xfoo") == []  # none built: start without
+
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"x" * 100)
+    assert class_archive.java_options(str(java), "-Xfoo") == []  # no seal: never checked
+    class_archive.seal_of(path).write_text("100")
+    options = class_archive.java_options(str(java), "-Xfoo")
+    assert f"-XX:SharedArchiveFile={path}" in options and "-Xshare:auto" in options
+
+    path.write_bytes(b"x" * 60)  # truncated (it would crash the JVM): not used
+    assert class_archive.java_options(str(java), "-Xfoo") == []
+    assert class_archive.archive_path(str(java), "-Xbar") != path  # other options, other archive
+
+    path.write_bytes(b"x" * 100)
+    monkeypatch.setenv(class_archive.ARCHIVE_ENV, "off")
+    assert class_archive.java_options(str(java), "-Xfoo") == []
