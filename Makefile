@@ -32,7 +32,7 @@ java:
 # the driver JVM's class-data-sharing archive, built once into the user's cache (~1 min the
 # first time; afterwards only checked); runs start without it when it is missing or stale
 jvm-archive: $(STAMP) java
-	@$(PY) -m streamsift.runtime.class_archive
+	@$(PY) -m streamsift.runtime.class_archive_build
 
 ui: $(UI_BUILT)
 

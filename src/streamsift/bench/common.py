@@ -27,6 +27,9 @@ from streamsift.loadtest.schema import (
     clickhouse_type,
 )
 
+# the bench's topics keep a week of data, whatever their size
+TOPIC_CONFIG = {"retention.ms": "604800000", "retention.bytes": "-1"}
+
 # Every benchmark table has the mapped columns plus the time ClickHouse inserted the row:
 # `_ingested_at - produced_at_ms` is the end-to-end latency of a row.
 INGESTED_AT = "_ingested_at"

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psutil
 
-from streamsift.embedded.broker import create_topic
-from streamsift.loadtest.loadgen import LoadGenerator
-
-if TYPE_CHECKING:
-    from streamsift.bench.runner import Bench
+from streamsift.bench.common import TOPIC_CONFIG
+from streamsift.embedded.broker import Broker, create_topic
+from streamsift.loadtest.loadgen import LoadGenerator, LoadSpec
 
 # result name -> the run kind it drains with
 LARGE_RUNS = {"dedup-large": "dedup", "raw-large": "raw", "quix-large": "quix"}
@@ -35,15 +33,34 @@ class Backlog:
     batch_rows: int | None
 
 
-def large_drain(bench: Bench, quix_python: str | None) -> None:
+class DrainingBench(Protocol):
+    """What the large drain uses of a bench run (bench/runner.py's Bench)."""
+
+    opts: Any
+    bootstrap: str
+    broker: Broker | None
+    work: Path
+    results: dict[str, Any]
+
+    def log(self, msg: str) -> None: ...
+    def topic_name(self, label: str) -> str: ...
+    def load_spec(self, **over: Any) -> LoadSpec: ...
+    def drain(
+        self,
+        name: str,
+        quix_python: str | None,
+        cluster_cores: int | None = None,
+        backlog: Backlog | None = None,
+    ) -> dict[str, Any]: ...
+
+
+def large_drain(bench: DrainingBench, quix_python: str | None) -> None:
     """Load `drain_events` events and drain them with each large run. Admission per
     micro-batch: `--max-rows-per-batch`, else the pipeline's default, as a user gets it."""
-    from streamsift.bench.runner import TOPIC_CONFIG
-
     opts = bench.opts
-    topic = bench._topic("large")
+    topic = bench.topic_name("large")
     create_topic(bench.bootstrap, topic, opts.partitions, TOPIC_CONFIG)
-    gen = LoadGenerator(bench._spec(), bench.bootstrap, topic)
+    gen = LoadGenerator(bench.load_spec(), bench.bootstrap, topic)
     bench.log(f"large drain: loading {opts.drain_events:,} events into {topic}")
     report = gen.send(opts.drain_events, None)
     gen.close()
@@ -59,4 +76,4 @@ def large_drain(bench: Bench, quix_python: str | None) -> None:
     backlog = Backlog(topic, truth, truth_path, opts.max_rows_per_batch)
     for result_name, name in LARGE_RUNS.items():
         if name == "dedup" or name in opts.baselines:
-            bench.results["drain"][result_name] = bench._drain(name, quix_python, backlog=backlog)
+            bench.results["drain"][result_name] = bench.drain(name, quix_python, backlog=backlog)

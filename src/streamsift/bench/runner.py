@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamsift.bench.common import DRAIN_GRACE_S, read_progress
+from streamsift.bench.common import DRAIN_GRACE_S, TOPIC_CONFIG, read_progress
 from streamsift.bench.large_drain import Backlog, large_drain
 from streamsift.bench.measures import (
     attach_batch_phases,
@@ -62,7 +62,6 @@ CLUSTER_RUNS = {
 BASELINES = ("raw", "raw_ingest", "quix", "ch_final", "raw_join")
 # Topics get these explicitly: the bundled broker reports only configs set at creation, and
 # quixstreams reads retention.ms/retention.bytes of its input topic.
-TOPIC_CONFIG = {"retention.ms": "604800000", "retention.bytes": "-1"}
 WARMUP_EVENTS = 2_000
 PREPARE_MAX_BYTES = 1 << 30
 
@@ -196,13 +195,13 @@ class Bench:
                     continue
                 if name == "raw_join" and "dedup-join" not in opts.scenarios:
                     continue
-                self.results["drain"][name] = self._drain(name, quix_python)
+                self.results["drain"][name] = self.drain(name, quix_python)
             if opts.master:
                 for label, cores in CLUSTER_RUNS.items():
-                    self.results["drain"][label] = self._drain("dedup", None, cores)
+                    self.results["drain"][label] = self.drain("dedup", None, cores)
                 return self._done(started)
             for scenario in opts.scenarios:
-                self.results["drain"][scenario] = self._drain(scenario, None)
+                self.results["drain"][scenario] = self.drain(scenario, None)
             if opts.drain_events:
                 large_drain(self, quix_python)
             if opts.live:
@@ -243,10 +242,10 @@ class Bench:
 
     # ------------------------------------------------------------------ data
 
-    def _topic(self, label: str) -> str:
+    def topic_name(self, label: str) -> str:
         return f"bench-{self.run_id}-{label}"
 
-    def _spec(self, **over: Any) -> LoadSpec:
+    def load_spec(self, **over: Any) -> LoadSpec:
         o = self.opts
         fields: dict[str, Any] = {
             "duplicates": o.duplicates,
@@ -271,15 +270,17 @@ class Bench:
         )
 
     def _load_backlog(self) -> dict[str, Any]:
-        topic = self._topic("backlog")
+        topic = self.topic_name("backlog")
         create_topic(self.bootstrap, topic, self.opts.partitions, TOPIC_CONFIG)
         join_topic = join = None
         if "dedup-join" in self.opts.scenarios:
             # The same events (the generator's join stream has its own random sequence), plus
             # the profile events in a second topic, produced alongside.
-            join_topic, join = self._topic("backlog-profiles"), self._join_spec()
+            join_topic, join = self.topic_name("backlog-profiles"), self._join_spec()
             create_topic(self.bootstrap, join_topic, self.opts.partitions, TOPIC_CONFIG)
-        gen = LoadGenerator(self._spec(), self.bootstrap, topic, join=join, join_topic=join_topic)
+        gen = LoadGenerator(
+            self.load_spec(), self.bootstrap, topic, join=join, join_topic=join_topic
+        )
         also = f" and {join.right_events:,} profile events into {join_topic}" if join else ""
         self.log(f"loading {self.opts.events:,} events into {topic}{also}")
         report = gen.send(self.opts.events, None)
@@ -297,7 +298,7 @@ class Bench:
 
     # ------------------------------------------------------------------ drain runs
 
-    def _drain(
+    def drain(
         self,
         name: str,
         quix_python: str | None,
@@ -455,9 +456,9 @@ class Bench:
 
     def _live(self, scenario: str) -> dict[str, Any]:
         opts = self.opts
-        topic = self._topic(f"live-{scenario}")
+        topic = self.topic_name(f"live-{scenario}")
         create_topic(self.bootstrap, topic, opts.partitions, TOPIC_CONFIG)
-        gen = LoadGenerator(self._spec(seed=opts.seed + 1), self.bootstrap, topic)
+        gen = LoadGenerator(self.load_spec(seed=opts.seed + 1), self.bootstrap, topic)
         truth_path = self.work / f"live-{scenario}-truth.json"
         run = self._new_run(
             f"live-{scenario}",

@@ -2,7 +2,7 @@
 
 A JVM starting Spark loads and verifies thousands of classes from jars; a dynamic CDS archive
 (Java 13+) holds them parsed and verified, and maps them at the next start. The archive is
-built once per installation (`make setup` runs `python -m streamsift.runtime.class_archive`)
+built once per installation (`make setup` runs `python -m streamsift.runtime.class_archive_build`)
 into the user's cache, named by what it depends on (the PySpark version, the java binary,
 the JVM options that shape it). Optional all the way: no archive, a stale one or a failed
 build only means a start without it (the JVM checks an archive's header and ignores one that
@@ -13,7 +13,6 @@ started with it. STREAMSIFT_CLASS_ARCHIVE=off turns it off.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import os
@@ -96,7 +95,7 @@ def build(java: str, shaping_options: str, force: bool = False) -> Path | None:
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     try:
         subprocess.run(
-            [sys.executable, "-m", "streamsift.runtime.class_archive", "--exercise"],
+            [sys.executable, "-m", "streamsift.runtime.class_archive_build", "--exercise"],
             env=env,
             timeout=BUILD_TIMEOUT_S,
             check=True,
@@ -113,74 +112,3 @@ def build(java: str, shaping_options: str, force: bool = False) -> Path | None:
     finally:
         with contextlib.suppress(OSError):
             part.unlink()
-
-
-def _exercise() -> None:
-    """Spark work that loads what a pipeline's start loads: a session, a Python data
-    source, a stateful streaming query with foreachBatch; then the JVM exits (and dumps)."""
-    import tempfile
-
-    from pyspark import SparkContext
-    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-
-    from streamsift.runtime.session import spark_session
-
-    class Reader(DataSourceStreamReader):
-        def initialOffset(self) -> dict:
-            return {"n": 0}
-
-        def latestOffset(self) -> dict:
-            return {"n": 10}
-
-        def partitions(self, start: dict, end: dict) -> list:
-            return [InputPartition(0)]
-
-        def read(self, partition: InputPartition):  # type: ignore[no-untyped-def]
-            yield from ((i % 3, str(i)) for i in range(10))
-
-    class Source(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "streamsift_class_archive"
-
-        def schema(self) -> str:
-            return "k long, v string"
-
-        def streamReader(self, schema: object) -> DataSourceStreamReader:
-            return Reader()
-
-    spark = spark_session("streamsift-class-archive")
-    spark.dataSource.register(Source)
-    with tempfile.TemporaryDirectory() as checkpoint:
-        frame = spark.readStream.format("streamsift_class_archive").load().dropDuplicates(["k"])
-        query = (
-            frame.writeStream.foreachBatch(lambda df, _: df.toArrow())
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(120)
-    gateway = SparkContext._gateway
-    spark.stop()
-    if gateway is not None:  # the JVM exits when its stdin closes, writing the archive
-        proc = gateway.proc
-        gateway.shutdown()
-        proc.stdin.close()
-        proc.wait(BUILD_TIMEOUT_S)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--exercise", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.exercise:
-        _exercise()
-        return
-    from streamsift.runtime.session import build_class_archive
-
-    path = build_class_archive()
-    print(f"JVM class archive: {path or 'not built (runs start without it)'}")
-
-
-if __name__ == "__main__":
-    main()
