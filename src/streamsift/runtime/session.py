@@ -154,12 +154,6 @@ def spark_session(
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.driver.maxResultSize", "2g")
         .config("spark.python.worker.reuse", "true")
-        # local checkpoints without Hadoop's checksum files: pip's PySpark has no native Hadoop
-        # library, so every file created forks `chmod`, twice with the `.crc` beside it
-        .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
-        .config(
-            "spark.hadoop.fs.AbstractFileSystem.file.impl", "org.apache.hadoop.fs.local.RawLocalFs"
-        )
         # a long-running query runs thousands of jobs: keep only the recent ones' status
         .config("spark.ui.retainedJobs", "100")
         .config("spark.ui.retainedStages", "100")
