@@ -57,3 +57,21 @@ def test_the_5g_demo_reads_what_otlp_metric_records_have() -> None:
     columns = {m.column: (m.field, m.type) for m in pipeline.sink.mapping}
     assert columns["TimeUnix"] == ("timestamp", "DateTime64(9)")
     assert columns["ResourceAttributes"][0] == "resource_attributes"
+
+
+@pytest.mark.parametrize(
+    ("file", "signal", "dedup"),
+    [
+        ("observability-v2__logs-pipeline.json", "otlp.logs", None),  # `enabled: false`
+        ("observability-v2__metrics-pipeline.json", "otlp.metrics", None),
+        ("observability-v2__traces-pipeline.json", "otlp.traces", (("span_id",), 3600)),
+        ("5g-telemetry__5g-metrics-pipeline-no-dedup.json", "otlp.metrics", None),
+    ],
+)
+def test_the_other_otlp_demos_read_their_signal(
+    file: str, signal: str, dedup: tuple[tuple[str, ...], int] | None
+) -> None:
+    pipeline = parse_pipeline(import_glassflow(json.loads((DEMOS / file).read_text())).document)
+    assert pipeline.source_.type.value == signal
+    got = pipeline.dedup and (pipeline.dedup.key, pipeline.dedup.time_window.total_seconds())
+    assert got == dedup
