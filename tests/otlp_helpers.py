@@ -139,6 +139,24 @@ def send_metrics(exporter: Any, service: str) -> int:
     return 4
 
 
+def send_gauges(
+    exporter: Any, resource: dict[str, str], points: list[tuple[str, float, dict[str, str]]]
+) -> None:
+    """One export of gauge points `(metric name, value, attributes)` from one resource
+    (a point per name and attribute set)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+
+    reader = PeriodicExportingMetricReader(_Checked(exporter), export_interval_millis=3_600_000)
+    provider = MeterProvider(resource=Resource.create(resource), metric_readers=[reader])
+    meter = provider.get_meter("ran-test")
+    gauges: dict[str, Any] = {}
+    for name, value, attributes in points:
+        gauges.setdefault(name, meter.create_gauge(name)).set(value, attributes)
+    provider.shutdown()  # exports once, then stops
+
+
 class _Checked:
     """Wraps an SDK exporter and fails the test when an export does not succeed."""
 

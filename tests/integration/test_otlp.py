@@ -1,6 +1,7 @@
 """OTLP sources end to end: the real OpenTelemetry SDK and its OTLP exporters (HTTP and gRPC)
 send logs, spans and metrics through one receiver (routed by pipeline-id header) into the
-shipped example pipelines on the real broker, Spark and chdb; rows are counted exactly.
+shipped example pipelines and GlassFlow's 5G demo pipeline on the real broker, Spark and chdb;
+rows are counted exactly.
 Also: OTLP/JSON bodies, 429/RESOURCE_EXHAUSTED when a pipeline lags, the 4 MiB-style size
 cap, and the refusals of the sender's mistakes.
 """
@@ -12,6 +13,7 @@ import json
 import re
 import threading
 import time
+from pathlib import Path
 
 import grpc
 import httpx
@@ -24,15 +26,20 @@ from otlp_helpers import (
     example_pipeline,
     grpc_exporters,
     http_exporters,
+    send_gauges,
     send_logs,
     send_metrics,
     send_spans,
 )
+from streamsift.config import parse_pipeline
+from streamsift.config.glassflow.importer import import_glassflow
+from streamsift.config.models import Pipeline
 from streamsift.runtime.otlp import OtlpReceiver
 from streamsift.runtime.pipeline import PipelineRunner
 
 pytestmark = pytest.mark.integration
 
+DEMOS = Path(__file__).parents[1] / "data" / "glassflow_demos"
 TRACE = "5b8efff798038103d269b633813fc60c"
 SPAN = "eee19b7ec3c1b174"
 
@@ -122,6 +129,36 @@ def logs_pipeline(broker, chdb_path, tmp_path, unique_name, **receiver):
     )
 
 
+def glassflow_5g_pipeline(broker, chdb_path, tmp_path, name: str) -> Pipeline:
+    """GlassFlow's 5G demo (tests/data/glassflow_demos) as imported, on this test's broker,
+    ClickHouse (its table created) and free ports."""
+    demo = DEMOS / "5g-telemetry__5g-metrics-pipeline.json"
+    doc = import_glassflow(json.loads(demo.read_text())).document
+    doc["name"] = name.replace("_", "-")
+    doc["source"].update(
+        bootstrap_servers=broker.bootstrap_servers, receiver={"grpc_port": 0, "http_port": 0}
+    )
+    doc["sink"].update(clickhouse={"path": str(chdb_path)}, table=name, create_table=True)
+    doc["runtime"] = {"checkpoint_dir": str(tmp_path / name)}
+    return parse_pipeline(doc)
+
+
+# The 5G demo's points: cell 7 sends four (one a healthcheck the filter drops), cell 9 (no
+# `cell.id`, no location) re-sends measurement m-1 (dedup drops it) and sends m-4.
+CELL_7 = {"cell.id": "cell-7", "network.mode": "SA", "location.latitude": "52.52"}
+RAN_7 = [
+    ("ran.rsrp", -95.5, {"measurement_id": "m-1"}),
+    ("ran.rsrp", -97.0, {"measurement_id": "m-2"}),
+    ("ran.sinr", 12.5, {"measurement_id": "m-3"}),
+    ("ran.healthcheck", 1.0, {"measurement_id": "h-1"}),
+]
+CELL_9 = {"ran.cell.id": "rc-9", "network.element.id": "ne-9"}
+RAN_9 = [
+    ("ran.rsrp", -95.5, {"measurement_id": "m-1"}),
+    ("ran.rsrp", -80.0, {"measurement_id": "m-4"}),
+]
+
+
 @pytest.fixture
 def receiver():
     r = OtlpReceiver(http_port=0, grpc_port=0).start()
@@ -131,7 +168,8 @@ def receiver():
 
 def test_sdk_exporters_into_clickhouse_exactly(broker, chdb_path, tmp_path, unique_name, receiver):
     """Logs, spans and metrics (sum, gauge, histogram) from the SDK over OTLP/HTTP and
-    OTLP/gRPC, plus an OTLP/JSON body, through the shipped examples into ClickHouse."""
+    OTLP/gRPC, plus an OTLP/JSON body, through the shipped examples into ClickHouse; and
+    GlassFlow's 5G demo as imported (filter, dedup on an attribute, computed fields)."""
     ch = {"path": str(chdb_path)}
     pipelines = {
         signal: example_pipeline(
@@ -144,10 +182,21 @@ def test_sdk_exporters_into_clickhouse_exactly(broker, chdb_path, tmp_path, uniq
         )
         for signal in ("logs", "traces", "metrics")
     }
+    pipelines["5g"] = glassflow_5g_pipeline(broker, chdb_path, tmp_path, f"{unique_name}_5g")
     for p in pipelines.values():
         receiver.add(p.name, p, p.checkpoint_dir(tmp_path))
-    http = {s: http_exporters(receiver.http_port, p.name)[s] for s, p in pipelines.items()}
-    grpc_ = {s: grpc_exporters(receiver.grpc_port, p.name)[s] for s, p in pipelines.items()}
+    http = {
+        s: http_exporters(receiver.http_port, p.name)[s] for s, p in pipelines.items() if s != "5g"
+    }
+    grpc_ = {
+        s: grpc_exporters(receiver.grpc_port, p.name)[s] for s, p in pipelines.items() if s != "5g"
+    }
+    send_gauges(
+        http_exporters(receiver.http_port, pipelines["5g"].name)["metrics"](), CELL_7, RAN_7
+    )
+    send_gauges(
+        grpc_exporters(receiver.grpc_port, pipelines["5g"].name)["metrics"](), CELL_9, RAN_9
+    )
 
     send_logs(http["logs"](), 20, "svc-http", "http")
     send_logs(grpc_["logs"](), 15, "svc-grpc", "grpc")
@@ -194,6 +243,12 @@ def test_sdk_exporters_into_clickhouse_exactly(broker, chdb_path, tmp_path, uniq
             events = runner.writer.query_rows(
                 f"SELECT Events, Duration FROM {p.sink.table} WHERE SpanName = 'child-0' LIMIT 1"
             )[0]
+        elif signal == "5g":
+            ran = runner.writer.query_rows(
+                f"SELECT Attributes['measurement_id'], CellID, MetricName, Value, NetworkMode, "
+                f"Latitude, Longitude, ResourceAttributes['network.element.id'], "
+                f"toYear(TimeUnix) FROM {p.sink.table} ORDER BY 1"
+            )
         else:
             metrics = runner.writer.query_rows(
                 f"SELECT MetricName, MetricType, count(), sum(ValueDouble + "
@@ -201,9 +256,16 @@ def test_sdk_exporters_into_clickhouse_exactly(broker, chdb_path, tmp_path, uniq
                 f"any(IsMonotonic) FROM {p.sink.table} GROUP BY 1, 2 ORDER BY 1"
             )
 
-    assert counts == {"logs": 20 + 15 + 3, "traces": len(spans), "metrics": points}
-    assert len(spans) == 10
     this_year = time.gmtime().tm_year
+    # 5G: 6 points sent, the healthcheck filtered and the repeated m-1 deduplicated
+    assert counts == {"logs": 20 + 15 + 3, "traces": len(spans), "metrics": points, "5g": 4}
+    assert ran == [
+        ("m-1", "cell-7", "ran.rsrp", -95.5, "SA", 52.52, 0.0, "", this_year),
+        ("m-2", "cell-7", "ran.rsrp", -97.0, "SA", 52.52, 0.0, "", this_year),
+        ("m-3", "cell-7", "ran.sinr", 12.5, "SA", 52.52, 0.0, "", this_year),
+        ("m-4", "rc-9", "ran.rsrp", -80.0, "", 0.0, 0.0, "ne-9", this_year),
+    ]
+    assert len(spans) == 10
     assert logs == [
         ("json-svc", 3, 0, 2025),
         ("svc-grpc", 15, 15, this_year),

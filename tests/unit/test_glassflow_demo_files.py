@@ -1,5 +1,5 @@
-"""Every GlassFlow demo pipeline with a Kafka source (tests/data/glassflow_demos, from
-glassflow/clickhouse-etl `demos/`) imports and validates as a streamsift pipeline."""
+"""Every GlassFlow demo pipeline (tests/data/glassflow_demos, from glassflow/clickhouse-etl
+`demos/`; Kafka and OTLP sources) imports and validates as a streamsift pipeline."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ DEMOS = Path(__file__).parents[1] / "data" / "glassflow_demos"
 FILES = sorted(DEMOS.glob("*.json"))
 
 
-def test_the_demo_folder_holds_every_kafka_demo() -> None:
-    assert len(FILES) == 15  # 11 as first collected, 4 newer versions (head__*)
+def test_the_demo_folder_holds_every_demo() -> None:
+    # 11 Kafka demos as first collected, 4 newer versions (head__*), 5 OTLP demos
+    assert len(FILES) == 20
     listed = (DEMOS / "README.md").read_text()
     assert all(f.name in listed for f in FILES)
 
@@ -34,3 +35,43 @@ def test_each_glassflow_demo_validates(path: Path) -> None:
     # nothing of the mapping is dropped: one column per GlassFlow mapping entry, same types
     assert [m.column for m in pipeline.sink.mapping] == [m["column_name"] for m in mapped]
     assert len(pipeline.sink.mapping) == len(mapped)
+
+
+def test_the_5g_demo_reads_what_otlp_metric_records_have() -> None:
+    """Filter, dedup on one attribute, the computed fields and the mapping's types, as meant."""
+    doc = json.loads((DEMOS / "5g-telemetry__5g-metrics-pipeline.json").read_text())
+    pipeline = parse_pipeline(import_glassflow(doc).document)
+    assert pipeline.filter == "(`metric_name` != 'ran.healthcheck')"
+    assert pipeline.dedup is not None
+    assert pipeline.dedup.key == ("attributes.measurement_id",)
+    assert pipeline.dedup.time_window.total_seconds() == 30
+    fields = {f.name: f.type.value for f in pipeline.source_.schema_.fields}
+    assert fields["attributes.measurement_id"] == "string"
+    assert fields["resource_attributes"] == "map" and fields["value_double"] == "float"
+    computed = {t.name: (t.expression, t.type.value) for t in pipeline.transform}
+    assert computed["latitude"] == (
+        "CAST(COALESCE(try_element_at(`resource_attributes`, 'location.latitude'), '0') AS DOUBLE)",
+        "float",
+    )
+    assert set(computed) == {"canonical_cell_id", "network_mode", "latitude", "longitude"}
+    columns = {m.column: (m.field, m.type) for m in pipeline.sink.mapping}
+    assert columns["TimeUnix"] == ("timestamp", "DateTime64(9)")
+    assert columns["ResourceAttributes"][0] == "resource_attributes"
+
+
+@pytest.mark.parametrize(
+    ("file", "signal", "dedup"),
+    [
+        ("observability-v2__logs-pipeline.json", "otlp.logs", None),  # `enabled: false`
+        ("observability-v2__metrics-pipeline.json", "otlp.metrics", None),
+        ("observability-v2__traces-pipeline.json", "otlp.traces", (("span_id",), 3600)),
+        ("5g-telemetry__5g-metrics-pipeline-no-dedup.json", "otlp.metrics", None),
+    ],
+)
+def test_the_other_otlp_demos_read_their_signal(
+    file: str, signal: str, dedup: tuple[tuple[str, ...], int] | None
+) -> None:
+    pipeline = parse_pipeline(import_glassflow(json.loads((DEMOS / file).read_text())).document)
+    assert pipeline.source_.type.value == signal
+    got = pipeline.dedup and (pipeline.dedup.key, pipeline.dedup.time_window.total_seconds())
+    assert got == dedup

@@ -108,6 +108,9 @@ OTLP_FIELDS: dict[OtlpSignal, dict[str, FieldType]] = {
         "bucket_counts": A,
         "explicit_bounds": A,
         "resource": M,
+        # the same map again: GlassFlow's 5G demo (2026) reads metrics' `resource_attributes`,
+        # its observability-v2 demo `resource`; the receiver writes both
+        "resource_attributes": M,
         "scope_name": S,
         "scope_version": S,
         "scope_attributes": M,

@@ -86,7 +86,9 @@ def evaluate(
     columns = {name: f"c{i}" for i, name in enumerate(fields)}
     row = {columns[name]: _value_of(event, name, fields[name]) for name in fields}
     tree = parse_expression(text).transform(
-        lambda node: _column_for_executor(node, fields, columns)
+        lambda node: (
+            _map_entry(node, fields, row, columns) or _column_for_executor(node, fields, columns)
+        )
     )
     tree = tree.transform(_spark_for_executor)
     sql = exp.select(tree.as_("v")).from_("t").sql()
@@ -134,6 +136,30 @@ def _column_for_executor(
             return exp.Boolean(this=name.upper() == "TRUE")
         return exp.column(columns[resolve(name, fields)])
     return node
+
+
+def _map_entry(
+    node: exp.Expression,
+    fields: Mapping[str, FieldType],
+    row: dict[str, Any],
+    columns: Mapping[str, str],
+) -> exp.Expression | None:
+    """`m['k']` / `try_element_at(m, 'k')` on a map field becomes a column of its own holding
+    that entry (null when the key is missing, as in Spark): the executor has no maps. None
+    for any other node."""
+    if not isinstance(node, exp.Bracket) or len(node.expressions) != 1:
+        return None
+    target, key = node.this, node.expressions[0]
+    if not isinstance(target, (exp.Column, exp.Dot)) or not (
+        isinstance(key, exp.Literal) and key.is_string
+    ):
+        return None
+    name = resolve(column_name(target), fields)
+    if fields[name] is not FieldType.MAP:
+        return None
+    entry = f"e{len(row)}"
+    row[entry] = dict(row[columns[name]] or ()).get(key.this)
+    return exp.column(entry)
 
 
 def _spark_for_executor(node: exp.Expression) -> exp.Expression:

@@ -71,7 +71,7 @@ V2_EXPRESSIONS_INVALID = [
         [
             "filter.expression: cannot translate GlassFlow expression 'len(tags) > 1': function "
             "calls (len(...)) are not translated; streamsift translates comparisons, &&, ||, !, "
-            "arithmetic, literals, field paths and in lists"
+            "arithmetic, literals, field paths, in lists, ??, map['key'], toFloat(), toInt()"
         ],
     ),
     (

@@ -2,9 +2,13 @@
 
 Only the common forms are translated: comparisons, `&&` / `and`, `||` / `or`, `!` / `not`,
 arithmetic (`+ - * / %`), string and number literals, `true`/`false`/`nil`, field paths
-(`user.id`) and `in` / `not in` lists (`status in ['a', 'b']`). Anything else (function calls,
-`?:`, `matches`, `contains`, pipes, ...) is refused with a message naming the expression, so
-an import never silently changes what a filter means.
+(`user.id`), `in` / `not in` lists (`status in ['a', 'b']`), nil coalescing (`a ?? b`, as
+COALESCE; it binds tighter than any other binary operator, as in expr-lang), map indexing
+with a string key (`resource_attributes['cell.id']`, a missing key gives nil) and the
+conversions `toFloat(x)` / `toInt(x)` (CASTs: a value that does not convert sends the record
+to the DLQ, where expr-lang fails it too). Anything else (other function calls, `?:`,
+`matches`, `contains`, pipes, ...) is refused with a message naming the expression, so an
+import never silently changes what a filter means.
 """
 
 from __future__ import annotations
@@ -16,11 +20,17 @@ _TOKEN = re.compile(
     (?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
   | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
-  | (?P<op>==|!=|<=|>=|&&|\|\||[<>!+\-*/%()\[\],])
+  | (?P<op>\?\?|==|!=|<=|>=|&&|\|\||[<>!+\-*/%()\[\],])
     )""",
     re.VERBOSE,
 )
 _COMPARE = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+# expr-lang conversions and the Spark type each CASTs to
+_CONVERSIONS = {"toFloat": "DOUBLE", "toInt": "BIGINT"}
+_FORMS = (
+    "comparisons, &&, ||, !, arithmetic, literals, field paths, in lists, ??, map['key'], "
+    "toFloat(), toInt()"
+)
 
 
 class ExprLangError(ValueError):
@@ -46,8 +56,7 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
             rest = text[pos:].strip()
             raise ExprLangError(
                 f"cannot translate GlassFlow expression {text!r}: {rest[:20]!r} is not one of "
-                "the forms streamsift translates (comparisons, &&, ||, !, arithmetic, literals, "
-                "field paths, in lists)"
+                f"the forms streamsift translates ({_FORMS})"
             )
         kind = m.lastgroup or "op"
         tokens.append((kind, m.group(kind)))
@@ -62,7 +71,7 @@ class _Parser:
     def refuse(self, why: str) -> ExprLangError:
         return ExprLangError(
             f"cannot translate GlassFlow expression {self.text!r}: {why}; streamsift translates "
-            "comparisons, &&, ||, !, arithmetic, literals, field paths and in lists"
+            f"{_FORMS}"
         )
 
     def peek(self) -> str | None:
@@ -137,17 +146,47 @@ class _Parser:
         if self.peek() == "-":
             self.take()
             return f"(-{self.unary()})"
-        return self.primary()
+        return self.coalesce()
+
+    def coalesce(self) -> str:
+        items = [self.postfix()]
+        while self.peek() == "??":
+            self.take()
+            items.append(self.postfix())
+        return items[0] if len(items) == 1 else f"COALESCE({', '.join(items)})"
+
+    def postfix(self) -> str:
+        value = self.primary()
+        while self.peek() == "[":
+            self.take()
+            kind, key = self.take()
+            if kind != "str" or self.take()[1] != "]":
+                raise self.refuse("only a string key is translated in [...] (map['key'])")
+            value = f"try_element_at({value}, {self._string(key)})"
+        return value
+
+    def call(self, name: str) -> str:
+        if name not in _CONVERSIONS:
+            raise self.refuse(f"function calls ({name}(...)) are not translated")
+        self.take()
+        inner = self.expr_or()
+        if self.take()[1] != ")":
+            raise self.refuse(f"{name}() takes one argument")
+        return f"CAST({inner} AS {_CONVERSIONS[name]})"
+
+    @staticmethod
+    def _string(value: str) -> str:
+        body = value[1:-1]
+        if value[0] == '"':
+            body = body.replace('\\"', '"').replace("'", "\\'")
+        return f"'{body}'"
 
     def primary(self) -> str:
         kind, value = self.take()
         if kind == "num":
             return value
         if kind == "str":
-            body = value[1:-1]
-            if value[0] == '"':
-                body = body.replace('\\"', '"').replace("'", "\\'")
-            return f"'{body}'"
+            return self._string(value)
         if value == "(":
             inner = self.expr_or()
             if self.take()[1] != ")":
@@ -162,6 +201,6 @@ class _Parser:
             if lowered in ("and", "or", "not", "in"):
                 raise self.refuse(f"unexpected {value!r}")
             if self.peek() == "(":
-                raise self.refuse(f"function calls ({value}(...)) are not translated")
+                return self.call(value)
             return f"`{value}`"
         raise self.refuse(f"unexpected {value!r}")

@@ -1,6 +1,7 @@
 """GlassFlow OTLP sources (`type: otlp.logs | otlp.traces | otlp.metrics`) read as our OTLP
 `source`: no connection, topic or schema (the record's fields are predefined); the mapping may
-read one attribute as `<map>.<key>` (`resource_attributes.service.name`).
+read one attribute as `<map>.<key>` (`resource_attributes.service.name`), and so may a dedup
+key (`attributes.measurement_id`).
 
 Also the shape GlassFlow's observability demos use: `version: v3` with a v2-style `source
 {type, id, deduplication}`, read as `sources[0]` plus a dedup transform.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamsift.config.glassflow.dedup import composite_key
 from streamsift.config.glassflow.reader import Reader
 from streamsift.config.glassflow.schema import Field
 from streamsift.config.otlp import OTLP_FIELDS, OtlpSignal, otlp_field_type
@@ -70,12 +72,9 @@ def otlp_source(
     fields = {
         name: Field(name, ftype, f"{path}.type") for name, ftype in OTLP_FIELDS[signal].items()
     }
-    sink = r.doc.get("sink")
-    mapping = sink.get("mapping") if isinstance(sink, dict) else None
     extra = []
-    for entry in mapping if isinstance(mapping, list) else ():
-        name = entry.get("name") if isinstance(entry, dict) else None
-        if isinstance(name, str) and name not in fields:
+    for name in _fields_read(r.doc):
+        if name not in fields:
             ftype = otlp_field_type(signal, name.strip())
             if ftype is not None:
                 fields[name.strip()] = Field(name.strip(), ftype, f"{path}.type")
@@ -84,3 +83,20 @@ def otlp_source(
         base = [{"name": n, "type": t.value} for n, t in OTLP_FIELDS[signal].items()]
         source["schema"] = {"fields": base + extra}
     return source, fields
+
+
+def _fields_read(doc: dict[str, Any]) -> list[str]:
+    """The record fields the sink mapping and the dedup keys name (`attributes.id` included)."""
+    sink = doc.get("sink")
+    mapping = sink.get("mapping") if isinstance(sink, dict) else None
+    names = (
+        [e.get("name") for e in mapping if isinstance(e, dict)] if isinstance(mapping, list) else []
+    )
+    transforms = doc.get("transforms")
+    for tr in transforms if isinstance(transforms, list) else ():
+        config = tr.get("config") if isinstance(tr, dict) else None
+        if str(tr.get("type", "")).strip().lower() == "dedup" and isinstance(config, dict):
+            key = config.get("key")
+            if isinstance(key, str):
+                names.extend(composite_key(key) or [key])
+    return [n.strip() for n in names if isinstance(n, str)]

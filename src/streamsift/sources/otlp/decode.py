@@ -282,6 +282,7 @@ def metric_records(request: ExportMetricsServiceRequest) -> Iterator[Record]:
                 "flags": point.flags,
                 **_point_values(kind, point),
                 "resource": resource,
+                "resource_attributes": resource,  # the name GlassFlow's newer demos use
                 **scope,
                 "attributes": attributes(point.attributes),
             }
