@@ -24,15 +24,14 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, RIGHT_RECORD_COLUMNS
 from streamsift.runtime.processor import SPARK_DATA_TYPES, SourceProcessor
+from streamsift.runtime.schema_drift import FLAGGED_COLUMNS, is_flagged
 from streamsift.sources.kafka import KafkaRecords
-from streamsift.transforms.schema_drift import NEW_FIELDS
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
     from streamsift.config.models import Pipeline
 
 ARROW_COLUMN = "_arrow_chunk"  # the one column of a pass-through frame: an Arrow IPC stream
 PASSTHROUGH_ENV = "STREAMSIFT_ARROW_PASSTHROUGH"  # "0": always the row path
-FLAGGED_COLUMNS = ("_topic", "_partition", "_offset", "_raw")
 # One chunk is one value in a JVM row: kept well below Spark's and Arrow's 2 GB per value, and
 # small enough that the JVM never holds a huge copy (wide rows are cut into more chunks).
 MAX_CHUNK_BYTES = 64 << 20
@@ -140,6 +139,6 @@ def unpack(chunks: pa.Table, schema: pa.Schema) -> pa.Table:
 def flagged_of_chunks(chunks: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow: the rows flagged with new fields, as FLAGGED_COLUMNS (executor side)."""
     for batch in unpack_batches(chunks):
-        mask = pc.fill_null(pc.starts_with(batch.column("_error"), NEW_FIELDS), False)
+        mask = is_flagged(batch)
         if pc.any(mask).as_py():
             yield batch.filter(mask).select(list(FLAGGED_COLUMNS))

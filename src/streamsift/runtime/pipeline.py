@@ -38,7 +38,13 @@ from streamsift.runtime.progress_feed import ProgressFeed
 from streamsift.runtime.query import build_stream, source_name
 from streamsift.runtime.query_conf import query_conf
 from streamsift.runtime.registry_fields import require_fields
-from streamsift.runtime.schema_drift import SchemaDrift, drift_enabled, flagged_in, flagged_rows
+from streamsift.runtime.schema_drift import (
+    SchemaDrift,
+    drift_enabled,
+    flagged_in,
+    flagged_rows,
+    in_kafka_order,
+)
 from streamsift.runtime.session import (
     STATE_STORE_CONF,
     STATE_STORE_PROVIDERS,
@@ -125,10 +131,14 @@ class PipelineRunner:
         )
         self._query_id: str | None = None
         # Set per query: the output frame's Arrow schema on the pass-through (its rows carry
-        # serialized chunks; runtime/arrow_passthrough.py), else None; and "arrow" or "rows".
+        # serialized chunks; runtime/arrow_passthrough.py), else None (the row path).
         self.arrow_schema: pa.Schema | None = None
-        self.data_path: str | None = None
         self._progress = ProgressFeed()
+
+    @property
+    def data_path(self) -> str:
+        """ "arrow" (the pass-through) or "rows", as the last query was built."""
+        return "arrow" if self.arrow_schema is not None else "rows"
 
     def wait_for_sink(self) -> None:
         """A ClickHouse server must answer within `sink.connect_timeout`, or the run ends."""
@@ -192,7 +202,6 @@ class PipelineRunner:
         plan = build_stream(spark, self.pipeline, self.checkpoint, new_query, self.state_url)
         self.stats.initial_offsets = plan.initial_offsets
         self.arrow_schema = plan.arrow_schema
-        self.data_path = plan.data_path
         # On the pass-through, Spark counts chunks: the sink counts the source's rows.
         self.stats.rows_from_sink = plan.arrow_schema is not None
         log.info("pipeline %s: data path %s", self.pipeline.name, plan.data_path)
@@ -471,7 +480,7 @@ def flagged_chunks(df: Any) -> pa.Table:
     flagged = df.mapInArrow(
         flagged_of_chunks, "_topic string, _partition int, _offset bigint, _raw binary"
     ).toArrow()
-    return flagged.sort_by([(c, "ascending") for c in ("_topic", "_partition", "_offset")])
+    return in_kafka_order(flagged)
 
 
 def in_background(work: Callable[[], Any], name: str) -> Future[Any]:

@@ -145,25 +145,34 @@ class SchemaDrift:
         self.writer.command(sql)
 
 
+FLAGGED_COLUMNS = ("_topic", "_partition", "_offset", "_raw")  # what drift reads of a flagged row
+KAFKA_ORDER = ("_topic", "_partition", "_offset")
+
+
+def is_flagged(batch: pa.Table | pa.RecordBatch) -> pa.Array:
+    """Which rows carry new fields (their `_error` starts with NEW_FIELDS)."""
+    return pc.fill_null(pc.starts_with(batch.column("_error"), NEW_FIELDS), False)
+
+
+def in_kafka_order(rows: pa.Table) -> pa.Table:
+    return rows.sort_by([(c, "ascending") for c in KAFKA_ORDER])
+
+
 def flagged_rows(frame: Any) -> pa.Table:
     """The rows of a batch's frame flagged with new fields, in Kafka order (driver side)."""
     from pyspark.sql import functions as F
 
     return (
         frame.filter(F.col("_error").startswith(NEW_FIELDS))
-        .select("_topic", "_partition", "_offset", "_raw")
-        .orderBy("_topic", "_partition", "_offset")
+        .select(*FLAGGED_COLUMNS)
+        .orderBy(*KAFKA_ORDER)
         .toArrow()
     )
 
 
 def flagged_in(data: pa.Table) -> pa.Table:
     """The rows of a batch's Arrow table flagged with new fields, in Kafka order."""
-    mask = pc.fill_null(pc.starts_with(data.column("_error"), NEW_FIELDS), False)
-    rows = data.filter(mask).select(["_topic", "_partition", "_offset", "_raw"])
-    return rows.sort_by(
-        [("_topic", "ascending"), ("_partition", "ascending"), ("_offset", "ascending")]
-    )
+    return in_kafka_order(data.filter(is_flagged(data)).select(list(FLAGGED_COLUMNS)))
 
 
 def complete_added_columns(data: pa.Table, pipeline: Pipeline) -> pa.Table:
