@@ -35,7 +35,7 @@ from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
 from streamsift.runtime.faults import fault_from_environment
 from streamsift.runtime.progress import RunStats, SinkCounts, lag_by_partition
 from streamsift.runtime.progress_feed import ProgressFeed
-from streamsift.runtime.query import build_stream, source_name
+from streamsift.runtime.query import build_stream, data_path_of, source_name
 from streamsift.runtime.query_conf import query_conf
 from streamsift.runtime.registry_fields import require_fields
 from streamsift.runtime.schema_drift import (
@@ -137,8 +137,8 @@ class PipelineRunner:
 
     @property
     def data_path(self) -> str:
-        """ "arrow" (the pass-through) or "rows", as the last query was built."""
-        return "arrow" if self.arrow_schema is not None else "rows"
+        """The data path the last query was built with (runtime/query.py data_path_of)."""
+        return data_path_of(self.arrow_schema)
 
     def wait_for_sink(self) -> None:
         """A ClickHouse server must answer within `sink.connect_timeout`, or the run ends."""

@@ -48,7 +48,12 @@ class StreamPlan:
 
     @property
     def data_path(self) -> str:
-        return "arrow" if self.arrow_schema is not None else "rows"
+        return data_path_of(self.arrow_schema)
+
+
+def data_path_of(arrow_schema: Any) -> str:
+    """The data path's name: arrow (the pass-through's chunks of `arrow_schema`) or rows."""
+    return "arrow" if arrow_schema is not None else "rows"
 
 
 def read_spec(pipeline: Pipeline, source: KafkaSource) -> KafkaReadSpec:
