@@ -542,9 +542,11 @@ def _live_section(scenario: str, live: dict, trigger: str) -> list[str]:
             "offsets of the pipeline's last finished micro-batch, reported about once a "
             f"second) stays under {LAG_BOUND_S:g} s of input in the step's second half, grows "
             f"by less than {LAG_GROWTH_S:g} s of input from its second to its last quarter, "
-            f"and is gone within {DRAIN_GRACE_S:g} s after the step. The last columns are "
-            "Spark's own account of the micro-batches that ran during the step: time spent "
-            "finding the end of the topic (`latestOffset`) and processing (`addBatch`).",
+            f"and is gone within {DRAIN_GRACE_S:g} s after the step. Then Spark's own account "
+            "of the micro-batches that ran during the step: time spent finding the end of the "
+            "topic (`latestOffset`) and processing (`addBatch`). The last column is the cores "
+            "each party kept busy while the step produced (of 2): the pipeline's process tree, "
+            "the broker, the load generator (the bench's own process) and the whole machine.",
             "",
         ]
         lines += _table(
@@ -559,6 +561,7 @@ def _live_section(scenario: str, live: dict, trigger: str) -> list[str]:
                 "batches",
                 "latestOffset s",
                 "addBatch s",
+                "cores: pipeline / broker / generator / machine",
             ],
             [
                 [
@@ -574,6 +577,7 @@ def _live_section(scenario: str, live: dict, trigger: str) -> list[str]:
                     _n((s.get("spark") or {}).get("batches")),
                     _n((s.get("spark") or {}).get("latest_offset_s"), 1),
                     _n((s.get("spark") or {}).get("add_batch_s"), 1),
+                    _cores(s.get("cores")),
                 ]
                 for s in steps
             ],
@@ -587,6 +591,13 @@ def _live_section(scenario: str, live: dict, trigger: str) -> list[str]:
             "",
         ]
     return lines
+
+
+def _cores(cores: dict | None) -> str:
+    if not cores:
+        return "–"
+    parts = ("pipeline", "broker", "generator", "machine")
+    return " / ".join(f"{cores[p]:.2f}" if p in cores else "–" for p in parts)
 
 
 def _roles(res: dict) -> str:

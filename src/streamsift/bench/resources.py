@@ -12,6 +12,7 @@ reaped children (a process that lives shorter than one sample interval is otherw
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 import threading
 import time
@@ -147,3 +148,39 @@ def process_cpu(pid: int | None) -> float:
     except psutil.NoSuchProcess:
         return 0.0
     return times.user + times.system
+
+
+@dataclass(frozen=True)
+class CpuParties:
+    """CPU seconds used so far by each party of a live run, and busy seconds of the machine.
+
+    A live step shares 2 cores among the pipeline, the broker and the load generator (the
+    bench's own process); their cores over a step tell a pipeline that is too slow apart from a
+    machine that is full.
+    """
+
+    at: float
+    pipeline: float
+    broker: float
+    generator: float
+    machine: float
+
+    @classmethod
+    def now(cls, pipeline: TreeSampler, broker_pid: int | None) -> CpuParties:
+        machine = psutil.cpu_times()
+        busy = sum(getattr(machine, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq"))
+        return cls(
+            at=time.time(),
+            pipeline=pipeline.samples[-1][2] if pipeline.samples else 0.0,
+            broker=process_cpu(broker_pid),
+            generator=process_cpu(os.getpid()),
+            machine=busy,
+        )
+
+    def cores_until(self, later: CpuParties) -> dict[str, float]:
+        """Cores each party kept busy on average from this snapshot to `later`."""
+        span = later.at - self.at
+        if span <= 0:
+            return {}
+        names = ("pipeline", "broker", "generator", "machine")
+        return {n: round((getattr(later, n) - getattr(self, n)) / span, 2) for n in names}

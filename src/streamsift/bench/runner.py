@@ -47,7 +47,8 @@ from streamsift.bench.measures import (
     ramp_limit,
     sustained_rate,
 )
-from streamsift.bench.resources import TreeSampler, process_cpu
+from streamsift.bench.profiles import Profiler
+from streamsift.bench.resources import CpuParties, TreeSampler, process_cpu
 from streamsift.embedded.broker import Broker, create_topic
 from streamsift.loadtest.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
 from streamsift.runtime import processes
@@ -112,6 +113,7 @@ class BenchOptions:
     clickhouse: str = "embedded"
     keep_work: bool = False
     plots: bool = True
+    profile: bool = False  # py-spy + JFR of every streamsift run into <out>/profiles/
     # > 0: also drain a second, larger dedup backlog of this many events (streamsift dedup,
     # the raw consumer, quixstreams), so the steady rate is not mostly warm-up (LARGE_RUNS)
     drain_events: int = 0
@@ -161,6 +163,7 @@ class Bench:
         self.results: dict[str, Any] = {}
         self.backlog: Backlog | None = None  # the main backlog, once loaded
         self.drain_batch_rows = opts.max_rows_per_batch or max(10_000, -(-opts.events // 4))
+        self.profiler = Profiler(self.out / "profiles") if opts.profile else None
 
     # ------------------------------------------------------------------ driver
 
@@ -397,7 +400,20 @@ class Bench:
             cmd = [quix_python or "", "-m", "streamsift.bench.quix_worker", str(spec_path)]
         else:
             cmd = [sys.executable, "-m", "streamsift.bench.worker", str(spec_path)]
-        return processes.start(cmd, run.log_path, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        profiled = self.profiler is not None and run.spec["kind"] == "streamsift"
+        if profiled:
+            env.update(self.profiler.java_env(run.name))
+        proc = processes.start(cmd, run.log_path, env=env)
+        if profiled:
+            self.profiler.attach(run.name, proc.pid)
+        return proc
+
+    def _profile_of(self, run: Run) -> str | None:
+        """Summarise a profiled run's recordings (after it exited); the summary's path."""
+        if self.profiler is None or run.spec["kind"] != "streamsift":
+            return None
+        return str(self.profiler.finish(run.name).relative_to(self.out))
 
     def _finish(self, run: Run, proc: subprocess.Popen, timeout: float) -> int:
         try:
@@ -422,6 +438,7 @@ class Bench:
             raise
         resources = sampler.stop()
         result = self._result(run, code)
+        result["profile"] = self._profile_of(run)
         result["resources"] = resources
         result["resources"]["broker_cpu_seconds"] = round(
             process_cpu(self.broker.process.pid if self.broker and self.broker.process else None)
@@ -497,7 +514,9 @@ class Bench:
                 else:
                     plan = [("latency", r, opts.step_seconds) for r in opts.latency_rates]
                     plan += [("ramp", r, opts.step_seconds) for r in opts.ramp_rates]
-                steps = self._steps(position, proc, gen, plan, send, produced, lambda: total)
+                steps = self._steps(
+                    position, proc, sampler, gen, plan, send, produced, lambda: total
+                )
         finally:
             gen.close()
             gen.write_truth(truth_path)
@@ -509,6 +528,7 @@ class Bench:
             code = self._finish(run, proc, timeout=180)
             resources = sampler.stop()
         result = self._result(run, code)
+        result["profile"] = self._profile_of(run)
         if error:
             result.update(ok=False, exact=False, error=error)
         result["resources"] = resources
@@ -546,6 +566,7 @@ class Bench:
         self,
         position: Position,
         proc: subprocess.Popen,
+        sampler: TreeSampler,
         gen: LoadGenerator,
         plan: list[tuple[str, int, float]],
         send: Callable[[Any, float | None], dict[str, Any]],
@@ -561,18 +582,23 @@ class Bench:
             # soak): then events are made while sending, which the achieved rate will show.
             todo = gen.prepare(n) if n * self.opts.payload_bytes <= PREPARE_MAX_BYTES else n
             self.log(f"live: {phase} step at {rate:,} events/s for {seconds:.0f}s")
+            broker_pid = self.broker.process.pid if self.broker and self.broker.process else None
+            cpu_before = CpuParties.now(sampler, broker_pid)
             report = send(todo, rate)
+            cores = cpu_before.cores_until(CpuParties.now(sampler, broker_pid))
             del todo
             drained = self._wait_read(position, proc, total(), timeout=DRAIN_GRACE_S)
             drained_at = time.time()
             if not drained:  # let it catch up before the next step (or before stopping)
                 self._wait_read(position, proc, total(), timeout=max(60.0, n / 2000))
             step = judge_step(phase, rate, report, produced, position.series(), drained, drained_at)
+            step["cores"] = cores
             steps.append(step)
             self.log(
                 f"live: {phase} {rate:,}/s: achieved {step['achieved_rps']:,.0f}/s, "
                 f"max lag {step['max_lag']:,} ({step['max_lag_seconds']:.1f}s of input), "
-                f"{'sustained' if step['sustained'] else 'NOT sustained'}"
+                f"{'sustained' if step['sustained'] else 'NOT sustained'}; cores busy: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in cores.items())
             )
             if phase == "ramp" and not step["sustained"]:
                 break

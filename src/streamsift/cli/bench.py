@@ -141,6 +141,13 @@ def register(subparsers: Any) -> None:
         "--clickhouse server; other scenarios, baselines and live runs are skipped)",
     )
     p.add_argument("--keep-work", action="store_true", help="keep chdb dirs and checkpoints")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample every streamsift run with py-spy (Python) and JFR (JVM) into "
+        "<out>/profiles/, summarised per run in <run>-hot.md (sampling costs CPU: rates are "
+        "not comparable with an unprofiled run's)",
+    )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--note", default="", help="a remark printed in the report")
     p.set_defaults(func=cmd_bench, logs=False)
@@ -268,6 +275,7 @@ def bench_options(args: argparse.Namespace) -> Any:
         clickhouse="server" if args.master else args.clickhouse,
         master=args.master,
         keep_work=args.keep_work,
+        profile=args.profile,
         plots=not args.no_plots,
         note=args.note,
         command="streamsift " + shlex.join(sys.argv[1:]),
