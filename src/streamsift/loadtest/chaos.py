@@ -84,6 +84,7 @@ from streamsift.runtime import processes
 SHAPES = ("dedup", "join")
 JOIN_TYPES = ("inner", "left")
 MAX_ROWS_PER_BATCH = 8_000  # per source: a backlog after a restart takes several batches
+PRODUCE_BATCH = 2_000  # dedup shape: events produced at once
 WORK_TIMEOUT_S = 90.0  # up_from="work": kill anyway if a round shows no work by then
 
 
@@ -198,6 +199,7 @@ class _DedupShape:
     def __init__(self, opts: ChaosOptions, bootstrap: str) -> None:
         self.opts, self.bootstrap = opts, bootstrap
         self.truth = Truth()
+        self.phase: _KillPhase | None = None  # set by run_chaos before producing starts
         self.malformed = 0
 
     def create_topics(self, broker: Broker) -> None:
@@ -226,18 +228,23 @@ class _DedupShape:
         }
 
     def produce(self) -> None:
+        """Events in batches of 2,000 (one malformed payload per `malformed_every`), spread
+        over the kill phase so that every round has new events to work on."""
         opts = self.opts
         events = generate(EventSpec(opts.events, opts.duplicates, 2_000, opts.seed), self.truth)
+        batches_left = math.ceil(opts.events / PRODUCE_BATCH)
         batch: list[Any] = []
         for i, event in enumerate(events, 1):
             batch.append(event)
             if opts.malformed_every and i % opts.malformed_every == 0:
                 batch.append(b'{"event_id": "broken", "amount": ')
                 self.malformed += 1
-            if len(batch) >= 2_000:
+            if len(batch) >= PRODUCE_BATCH:
                 produce(self.bootstrap, "chaos", batch)
                 batch = []
-                time.sleep(0.5)
+                batches_left = max(1, batches_left - 1)
+                pause = self.phase.remaining_s() / batches_left if self.phase else 0.5
+                time.sleep(max(0.5, pause))
         if batch:
             produce(self.bootstrap, "chaos", batch)
 
@@ -443,8 +450,7 @@ def run_chaos(opts: ChaosOptions, log: Any = print) -> ChaosReport:
         logs = work / "logs"
         logs.mkdir(exist_ok=True)
         phase = _KillPhase(opts)
-        if isinstance(shape, _JoinShape):
-            shape.phase = phase
+        shape.phase = phase
         producer = _Producer(shape.produce)
         producer.start()
         kill_times: list[float] = []
