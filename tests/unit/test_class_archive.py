@@ -24,6 +24,9 @@ def test_the_archive_is_used_only_when_sealed(tmp_path, monkeypatch):
     path.write_bytes(b"x" * 60)  # truncated (it would crash the JVM): not used
     assert class_archive.java_options(str(java), "-Xfoo") == []
     assert class_archive.archive_path(str(java), "-Xbar") != path  # other options, other archive
+    monkeypatch.setattr(class_archive, "EXERCISE_VERSION", class_archive.EXERCISE_VERSION + 1)
+    assert class_archive.archive_path(str(java), "-Xfoo") != path  # built from other work
+    monkeypatch.setattr(class_archive, "EXERCISE_VERSION", class_archive.EXERCISE_VERSION - 1)
 
     path.write_bytes(b"x" * 100)
     monkeypatch.setenv(class_archive.ARCHIVE_ENV, "off")

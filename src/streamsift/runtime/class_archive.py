@@ -25,6 +25,9 @@ DUMP_ENV = "STREAMSIFT_CLASS_ARCHIVE_DUMP"  # set for the JVM that writes the ar
 BUILD_TIMEOUT_S = 300
 # the JVM's own messages about an archive it cannot use are not the user's business
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
+# Raised when the Spark work the archive is built from (class_archive_build._exercise) changes,
+# so that `make setup` builds a new archive instead of keeping the old one. 2: the join.
+EXERCISE_VERSION = 2
 
 
 def archive_dir() -> Path:
@@ -38,7 +41,10 @@ def archive_path(java: str, shaping_options: str) -> Path:
 
     real = Path(java).resolve()
     stat = real.stat()
-    key = f"{pyspark.__version__}|{real}|{stat.st_size}|{stat.st_mtime_ns}|{shaping_options}"
+    key = (
+        f"{pyspark.__version__}|{real}|{stat.st_size}|{stat.st_mtime_ns}|{shaping_options}"
+        f"|{EXERCISE_VERSION}"
+    )
     return archive_dir() / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
