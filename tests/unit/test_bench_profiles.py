@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from streamsift.bench.profiles import Profiler, hottest, jfr_stacks, pyspy_stacks
+from streamsift.bench.profiles import Profiler, hottest, jfr_stacks, pyspy_stacks, render
 
 PYSPY_RAW = textwrap.dedent(
     """\
@@ -45,13 +45,16 @@ JFR_PRINT = textwrap.dedent(
 def test_pyspy_stacks_group_by_function_and_process():
     stacks = pyspy_stacks(PYSPY_RAW)
     assert stacks[0] == (
-        ["process streamsift.bench.worker spec.json", "main (worker.py)", "parse (parse.py)"],
+        ["process streamsift.bench.worker", "main (worker.py)", "parse (parse.py)"],
         6,
     )
     samples, hot = hottest(stacks)
     assert samples == 10
     assert (hot[0].name, hot[0].self_share, hot[0].total_share) == ("parse (parse.py)", 0.7, 0.7)
     assert (hot[1].name, hot[1].self_share) == ("insert (sink.py)", 0.3)
+    summary = render("r", [("Python", stacks)])
+    assert "| process streamsift.bench.worker | 90.0% |" in summary
+    assert "| process pyspark.daemon pyspark.worker | 10.0% |" in summary
 
 
 def test_jfr_stacks_are_leaf_last_one_per_sample():

@@ -49,7 +49,8 @@ def hottest(stacks: Iterable[tuple[list[str], int]], top: int = TOP) -> tuple[in
         if not frames:
             continue
         samples += count
-        own[frames[-1]] += count
+        if not frames[-1].startswith("process "):
+            own[frames[-1]] += count
         for name in set(frames):
             anywhere[name] += count
     if not samples:
@@ -85,10 +86,16 @@ def pyspy_stacks(text: str) -> list[tuple[list[str], int]]:
 
 
 def _process_name(frame: str) -> str:
-    words = frame.split('"')[1].split() if '"' in frame else frame.split()
+    """'process 12:"python -m pyspark.daemon pyspark.worker"' -> 'process pyspark.daemon
+    pyspark.worker'; a script by its file name (spark-class, the JVM's launcher)."""
+    words = frame.split('"')[1].split() if '"' in frame else frame.split()[2:]
     if "-m" in words and words.index("-m") + 1 < len(words):
-        return f"process {' '.join(words[words.index('-m') + 1 :][:2])}"
-    return f"process {Path(words[0]).name if words else '?'}"
+        module = words[words.index("-m") + 1 :][:2]
+        if not module[-1].startswith("pyspark"):
+            module = module[:1]
+        return f"process {' '.join(module)}"
+    scripts = [w for w in words if "/" in w or w.endswith(".py")]
+    return f"process {Path(scripts[-1] if len(words) > 1 and scripts else words[0]).name}"
 
 
 def jfr_stacks(text: str) -> list[tuple[list[str], int]]:
@@ -191,8 +198,9 @@ def render(run: str, sections: list[tuple[str, list[tuple[list[str], int]]]]) ->
         lines += [f"## {title}: {samples:,} samples", ""]
         by_process: Counter[str] = Counter()
         for frames, count in stacks:
-            if frames and frames[0].startswith("process "):
-                by_process[frames[0]] += count
+            processes = [f for f in frames if f.startswith("process ")]
+            if processes:
+                by_process[processes[-1]] += count
         if by_process:
             lines += ["| process | share |", "| --- | ---: |"]
             lines += [f"| {p} | {n / samples:.1%} |" for p, n in by_process.most_common()]
