@@ -22,7 +22,9 @@ def test_cores_are_cpu_seconds_per_second_of_the_step():
 
 def test_a_busy_process_shows_as_about_one_core():
     """Real counters: this process spins for 0.3 CPU-s, so it kept up to a core busy (less
-    when other processes share the cores), and the machine at least as much."""
+    when other processes share the cores), its tree (which holds whatever else this test
+    process started) and the machine at least as much; nothing goes past the machine's cores."""
+    cores_here = os.cpu_count() or 1
     sampler = TreeSampler(os.getpid())
     sampler.sample()
     before = CpuParties.now(sampler, broker_pid=None)
@@ -32,6 +34,5 @@ def test_a_busy_process_shows_as_about_one_core():
     sampler.sample()
     cores = before.cores_until(CpuParties.now(sampler, broker_pid=None))
     assert cores["broker"] == 0.0
-    assert 0.2 <= cores["generator"] <= 1.1
-    assert 0.2 <= cores["pipeline"] <= 1.1  # the sampled tree is this process here
-    assert cores["machine"] >= 0.2
+    for party in ("generator", "pipeline", "machine"):
+        assert 0.2 <= cores[party] <= cores_here + 0.2, (party, cores)

@@ -227,9 +227,17 @@ class _DedupShape:
             },
         }
 
+    def _pause(self, batches_left: int) -> float:
+        """Between two batches: with `up_from="work"` the events are spread over the kill
+        phase, so that every round has new events to work on (a drained pipeline gives a
+        kill nothing to interrupt); counted from the start, kills also land in start-up and
+        recovery, and the events go in within seconds, as before."""
+        if self.phase is None or self.opts.up_from != "work":
+            return 0.5
+        return max(0.5, self.phase.remaining_s() / batches_left)
+
     def produce(self) -> None:
-        """Events in batches of 2,000 (one malformed payload per `malformed_every`), spread
-        over the kill phase so that every round has new events to work on."""
+        """Events in batches of 2,000 (one malformed payload per `malformed_every`)."""
         opts = self.opts
         events = generate(EventSpec(opts.events, opts.duplicates, 2_000, opts.seed), self.truth)
         batches_left = math.ceil(opts.events / PRODUCE_BATCH)
@@ -243,8 +251,7 @@ class _DedupShape:
                 produce(self.bootstrap, "chaos", batch)
                 batch = []
                 batches_left = max(1, batches_left - 1)
-                pause = self.phase.remaining_s() / batches_left if self.phase else 0.5
-                time.sleep(max(0.5, pause))
+                time.sleep(self._pause(batches_left))
         if batch:
             produce(self.bootstrap, "chaos", batch)
 
