@@ -7,8 +7,8 @@ posts it. The bus delivers a query's reports in order, and its termination after
 The JVM calls the listener through Py4J. PySpark's own bridge (`StreamingQueryListener.
 _jlistener`) rebuilds each report in Python field by field, a few dozen calls back into the
 JVM, some of which make Py4J resolve names by trying to load them as classes from every jar
-(a JFR of a live pipeline at 1,000 events/s: 41% of the JVM's samples). `_RawEvents` takes
-each report as its JSON text instead: two calls.
+(the JVM's largest cost in a live pipeline at low rates; docs/benchmarks.md, round three).
+`_RawEvents` takes each report as its JSON text instead: two calls.
 """
 
 from __future__ import annotations

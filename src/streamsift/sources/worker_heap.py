@@ -3,8 +3,8 @@
 PySpark's daemon runs `gc.collect()` after every task of a reused worker. A full collection
 walks every container object the process holds, and most of those are there for good: the
 modules of pyspark, pyarrow, confluent-kafka, pydantic and streamsift, the pipeline's
-settings (about 60,000-90,000 objects; 12-20 ms a collection). A live pipeline runs a few
-tasks a second, each paying it again. `freeze_once` moves what the worker holds when its first
+settings. A live pipeline runs a few tasks a second, each paying for them again (measured in
+docs/benchmarks.md, round three). `freeze_once` moves what the worker holds when its first
 task starts into the permanent generation (`gc.freeze`), which later collections skip; objects
 made after it are collected as before, and frozen ones are still freed when their last
 reference goes (only cycles among them wait).
