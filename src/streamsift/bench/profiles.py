@@ -64,8 +64,9 @@ def hottest(stacks: Iterable[tuple[list[str], int]], top: int = TOP) -> tuple[in
 def pyspy_stacks(text: str) -> list[tuple[list[str], int]]:
     """py-spy's raw (collapsed) output: one 'frame;frame;... count' line per distinct stack.
 
-    Frames lose their line numbers (a function is one entry); the process frame that
-    `--subprocesses` puts first is kept, shortened to its command's module or script.
+    Frames lose their line numbers (a function is one entry); the process frames that
+    `--subprocesses` puts above each process's stack are kept, shortened to the command's
+    module or script.
     """
     stacks = []
     for line in text.splitlines():

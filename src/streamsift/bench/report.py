@@ -16,6 +16,7 @@ from streamsift.bench.common import (
     LAG_GROWTH_S,
     write_json,
 )
+from streamsift.bench.resources import PARTIES
 
 RATIOS = (
     ("dedup", "raw", "dedup / raw consumer"),
@@ -561,7 +562,7 @@ def _live_section(scenario: str, live: dict, trigger: str) -> list[str]:
                 "batches",
                 "latestOffset s",
                 "addBatch s",
-                "cores: pipeline / broker / generator / machine",
+                "cores: " + " / ".join(PARTIES),
             ],
             [
                 [
@@ -596,8 +597,7 @@ def _live_section(scenario: str, live: dict, trigger: str) -> list[str]:
 def _cores(cores: dict | None) -> str:
     if not cores:
         return "–"
-    parts = ("pipeline", "broker", "generator", "machine")
-    return " / ".join(f"{cores[p]:.2f}" if p in cores else "–" for p in parts)
+    return " / ".join(f"{cores[p]:.2f}" if p in cores else "–" for p in PARTIES)
 
 
 def _roles(res: dict) -> str:

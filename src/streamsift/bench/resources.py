@@ -150,6 +150,9 @@ def process_cpu(pid: int | None) -> float:
     return times.user + times.system
 
 
+PARTIES = ("pipeline", "broker", "generator", "machine")  # CpuParties' counters, in report order
+
+
 @dataclass(frozen=True)
 class CpuParties:
     """CPU seconds used so far by each party of a live run, and busy seconds of the machine.
@@ -182,5 +185,4 @@ class CpuParties:
         span = later.at - self.at
         if span <= 0:
             return {}
-        names = ("pipeline", "broker", "generator", "machine")
-        return {n: round((getattr(later, n) - getattr(self, n)) / span, 2) for n in names}
+        return {n: round((getattr(later, n) - getattr(self, n)) / span, 2) for n in PARTIES}

@@ -165,6 +165,11 @@ class Bench:
         self.drain_batch_rows = opts.max_rows_per_batch or max(10_000, -(-opts.events // 4))
         self.profiler = Profiler(self.out / "profiles") if opts.profile else None
 
+    @property
+    def broker_pid(self) -> int | None:
+        """The bundled broker's process (None with --bootstrap-servers)."""
+        return self.broker.process.pid if self.broker and self.broker.process else None
+
     # ------------------------------------------------------------------ driver
 
     def run(self) -> dict[str, Any]:
@@ -425,9 +430,7 @@ class Bench:
         return code
 
     def _execute(self, run: Run, quix_python: str | None, events: int) -> dict[str, Any]:
-        broker_cpu = process_cpu(
-            self.broker.process.pid if self.broker and self.broker.process else None
-        )
+        broker_cpu = process_cpu(self.broker_pid)
         proc = self._start(run, quix_python)
         sampler = TreeSampler(proc.pid).start()
         timeout = 300 + events / 500
@@ -441,8 +444,7 @@ class Bench:
         result["profile"] = self._profile_of(run)
         result["resources"] = resources
         result["resources"]["broker_cpu_seconds"] = round(
-            process_cpu(self.broker.process.pid if self.broker and self.broker.process else None)
-            - broker_cpu,
+            process_cpu(self.broker_pid) - broker_cpu,
             2,
         )
         # per million events; for the join, per million left events (the rate's unit)
@@ -582,10 +584,9 @@ class Bench:
             # soak): then events are made while sending, which the achieved rate will show.
             todo = gen.prepare(n) if n * self.opts.payload_bytes <= PREPARE_MAX_BYTES else n
             self.log(f"live: {phase} step at {rate:,} events/s for {seconds:.0f}s")
-            broker_pid = self.broker.process.pid if self.broker and self.broker.process else None
-            cpu_before = CpuParties.now(sampler, broker_pid)
+            cpu_before = CpuParties.now(sampler, self.broker_pid)
             report = send(todo, rate)
-            cores = cpu_before.cores_until(CpuParties.now(sampler, broker_pid))
+            cores = cpu_before.cores_until(CpuParties.now(sampler, self.broker_pid))
             del todo
             drained = self._wait_read(position, proc, total(), timeout=DRAIN_GRACE_S)
             drained_at = time.time()

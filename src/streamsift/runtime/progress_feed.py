@@ -44,6 +44,7 @@ class ProgressFeed(StreamingQueryListener):
             self._bridge = jvm.PythonStreamingQueryListenerWrapper(_RawEvents(self))
         return self._bridge
 
+    # PySpark's listener interface; the JVM itself reaches the feed through `_RawEvents`.
     def onQueryStarted(self, event: Any) -> None:
         pass
 
