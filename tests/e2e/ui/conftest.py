@@ -209,6 +209,13 @@ def error_of(page: Any, field_id: str) -> Any:
     return page.locator(f"#{field_id}-error")
 
 
+def next_step(page: Any, title: str) -> None:
+    """Click the wizard's Next and wait for the step `title`: Next checks the step with the
+    API first, and a click made meanwhile moves nowhere (it is disabled until the check ends)."""
+    page.get_by_role("button", name="Next", exact=True).click()
+    expect_(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
+
+
 def deploy_from_review(page: Any, name: str, *in_yaml: str) -> None:
     """On the wizard's review step: name the pipeline, see `in_yaml` in its document, Deploy,
     and land on its page."""

@@ -29,6 +29,7 @@ from .conftest import (
     deploy_from_review,
     error_of,
     every_control_labelled,
+    next_step,
     no_sideways_scroll,
     open_page,
     shot,
@@ -204,9 +205,9 @@ def test_wizard_dedup_pipeline_deploys_counts_rows_stops_and_consumes_its_dlq(
     page.get_by_label("Time window").fill("1h")
     every_control_labelled(page)
     shot(page, "wizard-3-dedup")
-    page.get_by_role("button", name="Next", exact=True).click()
+    next_step(page, "Join (optional)")
     expect(page.get_by_label("Join with a second topic")).not_to_be_checked()
-    page.get_by_role("button", name="Next", exact=True).click()
+    next_step(page, "Filter and computed fields")
 
     page.get_by_role("button", name="Add a computed field").click()
     page.get_by_label("Computed field 1 name").fill("user_upper")

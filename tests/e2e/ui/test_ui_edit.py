@@ -27,6 +27,7 @@ from streamsift.embedded.clickhouse_server import spawn_server
 from .conftest import (
     deploy_from_review,
     every_control_labelled,
+    next_step,
     no_sideways_scroll,
     shot,
     wait_for_text,
@@ -95,9 +96,8 @@ def test_edit_a_stopped_pipeline_then_replay_its_dead_letters_and_purge(
         "(read it with FINAL)."
     )
     expect(page.get_by_label("event_id (string)")).to_be_checked()
-    page.get_by_role("button", name="Next", exact=True).click()
-    page.get_by_role("button", name="Next", exact=True).click()
-    page.get_by_role("button", name="Next", exact=True).click()
+    for title in ("Join (optional)", "Filter and computed fields", "ClickHouse"):
+        next_step(page, title)
     page.get_by_label("Data directory").fill(str(tmp_path / "clickhouse"))
     expect(page.get_by_label("Column for _kafka.offset")).to_have_value("_version")
     page.get_by_label("Type of column amount").fill("Float64")  # the table holds decimals
@@ -216,9 +216,8 @@ def test_wizard_maps_onto_an_existing_table_after_a_type_warning(
 
     wizard_through_topic(page, broker, topic, "e0000")
     expect(page.get_by_label("event_id (string)")).to_be_checked()
-    for _ in range(3):
-        page.get_by_role("button", name="Next", exact=True).click()
-    expect(page.get_by_role("heading", name="ClickHouse")).to_be_visible()
+    for title in ("Join (optional)", "Filter and computed fields", "ClickHouse"):
+        next_step(page, title)
     page.get_by_label("A ClickHouse server (HTTP port)").check()
     page.get_by_label("Host", exact=True).fill("127.0.0.1")
     page.get_by_label("HTTP port", exact=True).fill(str(clickhouse_server))

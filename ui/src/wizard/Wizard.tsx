@@ -38,6 +38,8 @@ export function Wizard() {
   const [problems, setProblems] = useState<string[]>([]);
   const [general, setGeneral] = useState<string | null>(null);
   const [checked, setChecked] = useState(0); // bumped after each validation
+  const [moving, setMoving] = useState(false); // Next is checking the step: one move at a time
+  const movingNow = useRef(false); // the same, for a second click before the next render
   const heading = useRef<HTMLHeadingElement>(null);
   const seq = useRef(0);
   const name = STEPS[step];
@@ -78,7 +80,16 @@ export function Wizard() {
   const err = (path: string) => problemText(problemsFor(problems, path));
 
   const next = async () => {
-    const found = stepProblems(await validate(draft, step));
+    if (movingNow.current) return;
+    movingNow.current = true;
+    setMoving(true);
+    let found: string[];
+    try {
+      found = stepProblems(await validate(draft, step));
+    } finally {
+      movingNow.current = false;
+      setMoving(false);
+    }
     const local = localProblem(draft, name);
     if (found.length || local) {
       if (local) setGeneral(local);
@@ -122,7 +133,9 @@ export function Wizard() {
         )}
         <div class="buttons nav">
           <button type="button" disabled={step === 0} onClick={() => { setGeneral(null); setStep(step - 1); }}>Back</button>
-          {name !== "review" && <button type="submit" class="primary">Next</button>}
+          {name !== "review" && (
+            <button type="submit" class="primary" disabled={moving} aria-busy={moving}>Next</button>
+          )}
         </div>
       </form>
     </section>
