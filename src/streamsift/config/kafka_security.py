@@ -21,13 +21,14 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 
 from streamsift.config.base import ConfigModel
+from streamsift.config.kafka_properties import (
+    AWS_MSK_IAM,
+    KEYTAB_BASE64,
+    KRB5_CONFIG_PATH,
+    KRB5_CONFIG_TEXT,
+    TOKEN_PROVIDER,
+)
 
-# Reader instructions carried with the librdkafka properties (see sources/kafka_auth.py).
-KEYTAB_BASE64 = "streamsift.kerberos.keytab.base64"
-KRB5_CONFIG_PATH = "streamsift.kerberos.krb5.config"
-KRB5_CONFIG_TEXT = "streamsift.kerberos.krb5.config.text"
-TOKEN_PROVIDER = "streamsift.oauthbearer.token.provider"
-AWS_MSK_IAM = "aws_msk_iam"
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 

@@ -24,8 +24,8 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, RIGHT_RECORD_COLUMNS
 from streamsift.runtime.processor import SPARK_DATA_TYPES, SourceProcessor
-from streamsift.runtime.schema_drift import FLAGGED_COLUMNS, is_flagged
 from streamsift.sources.kafka import KafkaRecords
+from streamsift.transforms.schema_drift import FLAGGED_COLUMNS, is_flagged
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
     from streamsift.config.models import Pipeline

@@ -1,6 +1,7 @@
 """Bytecode inside the zips Spark's Python workers import pyspark and py4j from.
 
-Spark puts `$SPARK_HOME/python/lib/pyspark.zip` first on every Python worker's path, and
+Spark puts `$SPARK_HOME/python/lib/pyspark.zip` first on every Python worker's path (a local
+master's workers start without it: runtime/worker_python.py; executors on a cluster keep it), and
 Python cannot cache bytecode for modules imported from a zip: each worker process compiles
 pyspark from source again (measured: ~4 CPU-s of a 200k-event run, most of the first
 micro-batch). zipimport does use `.pyc` entries stored next to the `.py` ones, so we add

@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from streamsift.runtime.user_cache import user_cache_dir
+
 ARCHIVE_ENV = "STREAMSIFT_CLASS_ARCHIVE"
 DUMP_ENV = "STREAMSIFT_CLASS_ARCHIVE_DUMP"  # set for the JVM that writes the archive
 BUILD_TIMEOUT_S = 300
@@ -31,8 +33,7 @@ EXERCISE_VERSION = 2
 
 
 def archive_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "streamsift" / "jvm"
+    return user_cache_dir("jvm")
 
 
 def archive_path(java: str, shaping_options: str) -> Path:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamsift
+from streamsift.runtime.user_cache import user_cache_dir
 
 # Shipped with Spark itself, on every executor's PYTHONPATH.
 PROVIDED_BY_SPARK = frozenset({"pyspark", "py4j"})
@@ -176,8 +177,7 @@ def _add_text(tar: tarfile.TarFile, name: str, text: str) -> None:
 def default_cache_dir() -> Path:
     """Where packed archives are kept between runs: the user's cache (archives are named by
     their contents, so every data dir and pipeline shares them)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "streamsift" / "environments"
+    return user_cache_dir("environments")
 
 
 def archive_setting(path: Path) -> str:

@@ -107,12 +107,7 @@ def build_stream(
     (src,) = pipeline.inputs
     stage = Stage(pipeline.transform, pipeline.filter)
     if use_pass_through(pipeline, stage.empty):
-        scope = source_scope(src)
-        processor = PassThroughProcessor(
-            source_processor(pipeline, src, pipeline.dedup, stage, checkpoint, state_url),
-            tuple((scope[m.field].column, m.column) for m in pipeline.sink.mapping),
-            src.id,
-        )
+        processor = pass_through_processor(pipeline, checkpoint, state_url)
         frame = register_source(spark, pipeline, src, processor, new_query, initial)
         return StreamPlan(frame, initial, processor.output_schema)
     frame = read_source(
@@ -174,6 +169,19 @@ def source_processor(
         schemas=schema_lookup(src),
         state_url=state_url,
         flag_new_fields=pipeline.sink.on_new_fields is not NewFields.IGNORE,
+    )
+
+
+def pass_through_processor(
+    pipeline: Pipeline, checkpoint: Path, state_url: str | None
+) -> PassThroughProcessor:
+    """The processor of a single-source pipeline without Spark stages (arrow_passthrough.py)."""
+    (src,) = pipeline.inputs
+    scope = source_scope(src)
+    return PassThroughProcessor(
+        source_processor(pipeline, src, pipeline.dedup, Stage(), checkpoint, state_url),
+        tuple((scope[m.field].column, m.column) for m in pipeline.sink.mapping),
+        src.id,
     )
 
 

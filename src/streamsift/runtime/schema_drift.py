@@ -33,7 +33,13 @@ from streamsift.config.sink import COLUMN_NAME, NewFields
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.ddl import quote
 from streamsift.transforms.parse import FieldSpec, JsonParser
-from streamsift.transforms.schema_drift import NEW_FIELDS, column_type_of, unknown_fields
+from streamsift.transforms.schema_drift import (
+    FLAGGED_COLUMNS,
+    NEW_FIELDS,
+    column_type_of,
+    is_flagged,
+    unknown_fields,
+)
 
 ADDED_COLUMNS_FILE = "added_columns.json"
 log = logging.getLogger("streamsift.runtime")
@@ -145,13 +151,7 @@ class SchemaDrift:
         self.writer.command(sql)
 
 
-FLAGGED_COLUMNS = ("_topic", "_partition", "_offset", "_raw")  # what drift reads of a flagged row
 KAFKA_ORDER = ("_topic", "_partition", "_offset")
-
-
-def is_flagged(batch: pa.Table | pa.RecordBatch) -> pa.Array:
-    """Which rows carry new fields (their `_error` starts with NEW_FIELDS)."""
-    return pc.fill_null(pc.starts_with(batch.column("_error"), NEW_FIELDS), False)
 
 
 def in_kafka_order(rows: pa.Table) -> pa.Table:

@@ -26,6 +26,7 @@ from streamsift.runtime.environment import (
 )
 from streamsift.runtime.errors import RuntimeConfigError
 from streamsift.runtime.jvm_output import filtered_stderr_for_children
+from streamsift.runtime.worker_python import worker_python
 
 MIN_JAVA = 17
 MASTER_ENV = "STREAMSIFT_SPARK_MASTER"
@@ -116,7 +117,9 @@ def spark_session(
         # source's planning). Spark SQL's executor-side Python (the source's reads, the sink's
         # inserts) takes this setting; checked: without it, executors ran the driver's Python.
         conf.setdefault("spark.sql.execution.pyspark.python", conf["spark.pyspark.python"])
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # A local master's Python processes start without Spark's zipped pyspark (worker_python.py).
+    local = is_local_master(master)
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python() if local else sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     # glibc gives every thread that allocates its own arena (up to 8 per core); RocksDB's and

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streamsift.config.kafka_security import (
+from streamsift.config.kafka_properties import (
     AWS_MSK_IAM,
     KEYTAB_BASE64,
     KRB5_CONFIG_PATH,

@@ -16,6 +16,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from streamsift.config.types import FieldType
 
 NEW_FIELDS = "fields not in the schema: "
@@ -82,3 +85,11 @@ def flag_new_fields(
         found = unknown_fields(doc, known) if isinstance(doc, dict) else {}
         if found:
             errors[i] = NEW_FIELDS + ", ".join(f"{p} ({k})" for p, k in sorted(found.items()))
+
+
+FLAGGED_COLUMNS = ("_topic", "_partition", "_offset", "_raw")  # what drift reads of a flagged row
+
+
+def is_flagged(batch: pa.Table | pa.RecordBatch) -> pa.Array:
+    """Which rows carry new fields (their `_error` starts with NEW_FIELDS)."""
+    return pc.fill_null(pc.starts_with(batch.column("_error"), NEW_FIELDS), False)
