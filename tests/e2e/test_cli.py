@@ -39,6 +39,7 @@ def test_demo_json_reports_matching_counts(tmp_path):
     assert report["rows_in_clickhouse"] == 2250
     assert report["duplicates_dropped"] == 750
     assert report["dlq"] == 0
+    assert 0 < report["first_rows_seconds"] <= report["run_seconds"]  # from the pipeline's start
     # the JVM's own start-up notice is not the user's business
     assert "Using incubator modules" not in proc.stderr, proc.stderr
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from streamsift.runtime.progress import RunStats
 
 
@@ -40,3 +42,15 @@ def test_counts_without_a_batch_are_counted_at_once() -> None:
     stats = RunStats()
     stats.add_written(5, 1, 0)
     assert (stats.written, stats.dlq) == (5, 1)
+
+
+def test_the_first_rows_are_stamped_when_the_sink_wrote_them() -> None:
+    stats = RunStats()
+    stats.add_written(0, 2, 0, batch=0)  # dead letters only: no rows in the table yet
+    assert stats.first_rows_at is None
+    before = time.time()
+    stats.add_written(10, 0, 0, batch=1)  # in the table now, before Spark reports the batch
+    stamped = stats.first_rows_at
+    assert stamped is not None and before <= stamped <= time.time()
+    stats.add_written(10, 0, 0, batch=2)
+    assert stats.first_rows_at == stamped == stats.as_dict()["first_rows_at"]

@@ -262,7 +262,8 @@ def markdown(results: dict) -> str:
             "micro-batch durations; baselines: first message to last insert). Steady rate: "
             "streamsift's micro-batches after the first, which pays for starting Spark's Python "
             f"workers ({admits}). Wall rate: "
-            "events / process lifetime, start-up included. RSS: peak of the whole process tree "
+            "events / process lifetime, start-up included. First rows: process start to the "
+            "first rows in ClickHouse (streamsift). RSS: peak of the whole process tree "
             "(driver + JVM + Python workers), summed; PSS: the same with pages shared by forked "
             "workers counted once (sampled every 2 s). CPU: the tree's user + system seconds, over the "
             "whole process and over the processing time only (start-up excluded). State: "
@@ -284,6 +285,7 @@ def markdown(results: dict) -> str:
                     _n(rates.get("wall_rate")),
                     _n(rates.get("processing_seconds"), 1),
                     _n(r.get("wall_seconds"), 1),
+                    _n(r.get("first_rows_seconds"), 1),
                     f"{_n(res.get('peak_rss_mb'))} / {_n(res.get('peak_pss_mb'))}",
                     f"{_n(res.get('cpu_seconds'), 1)} / {_n(res.get('processing_cpu_seconds'), 1)}",
                     f"{_n(res.get('cpu_seconds_per_million'))} / "
@@ -301,6 +303,7 @@ def markdown(results: dict) -> str:
                 "events/s (wall)",
                 "processing s",
                 "wall s",
+                "first rows s",
                 "peak RSS / PSS MB",
                 "CPU s (all / processing)",
                 "CPU s per M events (all / processing)",

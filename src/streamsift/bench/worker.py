@@ -268,6 +268,9 @@ def _run_streamsift(
         "busy_seconds": round(stats["busy_ms"] / 1000, 3),
         "wall_seconds": round(done_at - started, 3),
         "startup_seconds": round(first_batch_at[0] - started, 3) if first_batch_at else None,
+        "first_rows_seconds": round(stats["first_rows_at"] - started, 3)
+        if stats["first_rows_at"]
+        else None,
         "processing_started_at": first_batch_at[0] if first_batch_at else None,
         "done_at": done_at,
         "state_bytes": dir_bytes(work / "checkpoint"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import json
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,7 @@ class RunStats:
     batches: int = 0
     busy_ms: int = 0  # time spent inside micro-batches
     lag: int | None = None  # messages in Kafka not yet read
+    first_rows_at: float | None = None  # wall clock (epoch s) when the sink first wrote rows
     status: str | None = None  # e.g. "retrying ClickHouse: connection refused"
     # dead letters by (stage, error class); micro-batch durations; rows' end-to-end latency;
     # ClickHouse retries by operation (insert, command, query, connect)
@@ -101,6 +103,8 @@ class RunStats:
         for _ in range(counts.retries):
             self.add_retry("insert")
         with self._lock:
+            if counts.written and self.first_rows_at is None:
+                self.first_rows_at = time.time()  # the rows are in the table from here on
             if batch is not None and batch not in self._seen_batches:
                 self._unreported[batch] = counts  # a re-run batch replaces its try
                 return
@@ -172,6 +176,7 @@ class RunStats:
             "batches",
             "busy_ms",
             "lag",
+            "first_rows_at",
         )
         with self._lock:
             return {

@@ -431,6 +431,10 @@ FETCH_DEFAULTS: dict[str, Any] = {
     "fetch.wait.max.ms": 100,
     "max.partition.fetch.bytes": 8 << 20,
     "queued.max.messages.kbytes": 8 << 10,
+    # librdkafka postpones the next fetch by this much whenever its queue is over the limit
+    # above, which one fetch response can fill: 1 s by default, a second of nothing in the
+    # middle of a range. A range's reader empties the queue as it goes, so look again soon.
+    "fetch.queue.backoff.ms": 10,
 }
 
 
