@@ -30,6 +30,8 @@ QUIET = "-Xlog:cds=off,cds+dynamic=off"
 # Raised when the Spark work the archive is built from (class_archive_build._exercise) changes,
 # so that `make setup` builds a new archive instead of keeping the old one. 2: the join.
 EXERCISE_VERSION = 2
+# Archives kept in the cache: one per PySpark installation (each checkout's venv has its own).
+KEEP_ARCHIVES = 4
 
 
 def archive_dir() -> Path:
@@ -37,14 +39,19 @@ def archive_dir() -> Path:
 
 
 def archive_path(java: str, shaping_options: str) -> Path:
-    """Where the archive for this java, PySpark and JVM options lives."""
+    """Where the archive for this java, PySpark installation and JVM options lives.
+
+    The installation's place is part of the key: the JVM records the jars' paths in the
+    archive and ignores an archive made from jars elsewhere (another checkout's venv).
+    """
     import pyspark
 
     real = Path(java).resolve()
     stat = real.stat()
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
     key = (
-        f"{pyspark.__version__}|{real}|{stat.st_size}|{stat.st_mtime_ns}|{shaping_options}"
-        f"|{EXERCISE_VERSION}"
+        f"{pyspark.__version__}|{jars}|{real}|{stat.st_size}|{stat.st_mtime_ns}"
+        f"|{shaping_options}|{EXERCISE_VERSION}"
     )
     return archive_dir() / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
@@ -63,6 +70,15 @@ def java_options(java: str, shaping_options: str) -> list[str]:
     if not is_sealed(path):
         return []
     return [f"-XX:SharedArchiveFile={path}", "-Xshare:auto", QUIET]
+
+
+def prune(directory: Path, keep: int = KEEP_ARCHIVES) -> None:
+    """Remove all but the `keep` most recently built archives (each ~175 MB)."""
+    built = sorted(directory.glob("spark-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in built[keep:]:
+        with contextlib.suppress(OSError):
+            seal_of(old).unlink(missing_ok=True)
+            old.unlink()
 
 
 def seal_of(path: Path) -> Path:
@@ -113,6 +129,7 @@ def build(java: str, shaping_options: str, force: bool = False) -> Path | None:
         seal_of(path).unlink(missing_ok=True)
         os.replace(part, path)
         seal_of(path).write_text(str(path.stat().st_size))
+        prune(path.parent)
         return path
     except (OSError, subprocess.SubprocessError):
         return None
