@@ -1,11 +1,25 @@
 """The Spark settings each query gets (runtime/query_conf.py): join state format by store,
-RocksDB's row count off, the pipeline's own `runtime.spark_conf` first."""
+RocksDB's row count off, checkpoint files through the FileSystem API, the pipeline's own
+`runtime.spark_conf` first."""
 
 from __future__ import annotations
 
+import zipfile
+from pathlib import Path
+
+import pyspark
+
 from streamsift.bench.worker import pipeline_doc
 from streamsift.config import parse_pipeline
-from streamsift.runtime.query_conf import JOIN_STATE_FORMAT, TRACK_ROWS, query_conf
+from streamsift.runtime.query_conf import (
+    CHECKPOINT_FILES,
+    FILE_SYSTEM_CHECKPOINT_FILES,
+    JOIN_STATE_FORMAT,
+    TRACK_ROWS,
+    query_conf,
+)
+
+DEFAULTS = {CHECKPOINT_FILES: FILE_SYSTEM_CHECKPOINT_FILES, TRACK_ROWS: "false"}
 
 SPEC = {
     "name": "q",
@@ -27,7 +41,7 @@ def _conf(how: str = "inner", join: bool = True, **runtime) -> dict[str, str]:
 
 def test_a_join_on_rocksdb_gets_format_4_and_no_row_count():
     for how in ("inner", "left"):
-        assert _conf(how) == {JOIN_STATE_FORMAT: "4", TRACK_ROWS: "false"}
+        assert _conf(how) == {**DEFAULTS, JOIN_STATE_FORMAT: "4"}
     assert _conf(join=False)[JOIN_STATE_FORMAT] == "4"  # recorded; used by no operator
 
 
@@ -37,4 +51,14 @@ def test_state_on_the_heap_keeps_format_2_the_only_one_it_supports():
 
 def test_the_pipelines_own_spark_conf_wins():
     own = {JOIN_STATE_FORMAT: "3", "spark.sql.shuffle.partitions": "1"}
-    assert _conf(spark_conf=own) == {JOIN_STATE_FORMAT: "3", TRACK_ROWS: "false"}
+    assert _conf(spark_conf=own) == {**DEFAULTS, JOIN_STATE_FORMAT: "3"}
+
+
+def test_the_checkpoint_file_manager_is_a_class_of_the_installed_spark():
+    """Spark moved this class between packages before; a wrong name fails every query."""
+    jars = Path(pyspark.__file__).parent / "jars"
+    entry = FILE_SYSTEM_CHECKPOINT_FILES.replace(".", "/") + ".class"
+    found = [
+        jar.name for jar in jars.glob("spark-sql_*.jar") if entry in zipfile.ZipFile(jar).namelist()
+    ]
+    assert found, f"{FILE_SYSTEM_CHECKPOINT_FILES} is in no spark-sql jar under {jars}"

@@ -28,8 +28,9 @@ BUILD_TIMEOUT_S = 300
 # the JVM's own messages about an archive it cannot use are not the user's business
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
 # Raised when the Spark work the archive is built from (class_archive_build._exercise) changes,
-# so that `make setup` builds a new archive instead of keeping the old one. 2: the join.
-EXERCISE_VERSION = 2
+# so that `make setup` builds a new archive instead of keeping the old one. 2: the join;
+# 3: checkpoint files through the FileSystem API (query_conf.py).
+EXERCISE_VERSION = 3
 # Archives kept in the cache: one per PySpark installation (each checkout's venv has its own).
 KEEP_ARCHIVES = 4
 

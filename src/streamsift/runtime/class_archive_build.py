@@ -11,7 +11,7 @@ import argparse
 
 from streamsift.config.models import StateStore
 from streamsift.runtime.class_archive import BUILD_TIMEOUT_S
-from streamsift.runtime.query_conf import JOIN_STATE_FORMAT, STATE_FORMAT, TRACK_ROWS
+from streamsift.runtime.query_conf import settings_for
 from streamsift.runtime.session import build_class_archive, spark_session
 
 
@@ -90,10 +90,7 @@ def _exercise_join(spark: object, how: str) -> object:
 def _run_once(frame: object, checkpoint: str) -> None:
     """Drain `frame` once with the settings streamsift's queries get (runtime/query_conf.py)."""
     spark = frame.sparkSession  # type: ignore[attr-defined]
-    for key, value in (
-        (JOIN_STATE_FORMAT, STATE_FORMAT[StateStore.ROCKSDB]),
-        (TRACK_ROWS, "false"),
-    ):
+    for key, value in settings_for(StateStore.ROCKSDB).items():
         spark.conf.set(key, value)
     query = (
         frame.writeStream.foreachBatch(lambda df, _: df.toArrow())  # type: ignore[attr-defined]
