@@ -2,10 +2,15 @@
 
 Finding the true end of the partitions (reading to end-of-partition, since a broker's high
 watermark may lie) costs a fetch round; done at the start of every micro-batch it added to
-every batch's duration. The watcher probes back to back on its own thread and consumer
-while the query keeps asking, and answers with its latest probe: a true end when it was
-probed, a moment ago. A planner gets nothing (and probes itself) when the latest answer is
-older than `MAX_AGE_S` or the last probe failed, so errors surface where they did before.
+every batch's duration. The watcher probes on its own thread and consumer while the query
+keeps asking, and answers with its latest probe. A planner gets nothing (and probes itself)
+when the latest answer is older than `MAX_AGE_S` or the last probe failed, so errors surface
+where they did before.
+
+It probes about once per ask, timed to finish just before the next ask is due (the query asks
+at a steady pace: once per micro-batch). Probing back to back instead, 10-20 fetches a second
+per partition, loaded the bundled broker, whose cost per fetch grows with the partition's
+length, until a 10-minute soak stalled (docs/benchmarks.md, round five).
 """
 
 from __future__ import annotations
@@ -19,35 +24,64 @@ from confluent_kafka import KafkaException
 
 from streamsift.sources.errors import SourceError, SourceUnavailable
 
-PAUSE_S = 0.05  # between two probes
+PAUSE_S = 0.05  # the shortest pause between two probes
+MAX_PAUSE_S = 0.75  # the longest, so that an answer is never older than MAX_AGE_S for long
+LEAD_S = 0.05  # a probe is timed to end this long before the next ask is due
 MAX_AGE_S = 1.0  # an answer older than this is not used
 IDLE_S = 10.0  # stop probing when nobody asked for this long (e.g. a stopping query)
 log = logging.getLogger("streamsift.kafka")
 
 
+def pause_before_next_probe(
+    now: float, asked_at: float, ask_interval: float | None, probe_seconds: float
+) -> float:
+    """How long to wait so that the next probe ends `LEAD_S` before the next ask that it can
+    still serve is due (asks come every `ask_interval` from `asked_at`); back to back
+    (`PAUSE_S`) until the pace of asks is known."""
+    if ask_interval is None:
+        return PAUSE_S
+    interval = max(ask_interval, PAUSE_S)
+    due = asked_at + interval
+    while due - probe_seconds - LEAD_S < now:  # that ask is served (or missed): the next one
+        due += interval
+    return min(max(due - probe_seconds - LEAD_S - now, PAUSE_S), MAX_PAUSE_S)
+
+
 class EndWatcher:
-    """Runs `probe` (the ends of every partition, as sorted offsets) again and again."""
+    """Runs `probe` (the ends of every partition, as sorted offsets) at the pace of the asks."""
 
     def __init__(self, probe: Callable[[], dict[str, int]], close: Callable[[], None]) -> None:
         self._probe = probe
         self._close = close
         self._latest: tuple[float, dict[str, int]] | None = None
         self._asked_at = time.monotonic()
+        self._ask_interval: float | None = None  # smoothed time between two asks
+        self._asks = 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kafka-end-watch", daemon=True)
         self._thread.start()
 
     def ends(self) -> dict[str, int] | None:
         """The latest probed ends, if fresh; None: probe now yourself."""
-        self._asked_at = time.monotonic()
+        now = time.monotonic()
+        self._note_ask(now)
         latest = self._latest
-        if latest is None or time.monotonic() - latest[0] > MAX_AGE_S:
+        if latest is None or now - latest[0] > MAX_AGE_S:
             return None
         return dict(latest[1])
 
     def stop(self) -> None:
         self._done.set()
         self._thread.join(35)
+
+    def _note_ask(self, now: float) -> None:
+        gap = now - self._asked_at
+        self._asks += 1
+        if self._asks >= 2:  # the first gap runs from the watcher's start, not from an ask
+            gap = min(gap, MAX_AGE_S)
+            smoothed = self._ask_interval
+            self._ask_interval = gap if smoothed is None else 0.7 * smoothed + 0.3 * gap
+        self._asked_at = now
 
     def _loop(self) -> None:
         try:
@@ -62,6 +96,10 @@ class EndWatcher:
                     self._latest = None
                     log.debug("background end probe failed (%s); planners probe themselves", exc)
                     self._done.wait(1.0)
-                self._done.wait(PAUSE_S)
+                now = time.monotonic()
+                pause = pause_before_next_probe(
+                    now, self._asked_at, self._ask_interval, now - began
+                )
+                self._done.wait(pause)
         finally:
             self._close()
