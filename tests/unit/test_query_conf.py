@@ -58,7 +58,9 @@ def test_the_checkpoint_file_manager_is_a_class_of_the_installed_spark():
     """Spark moved this class between packages before; a wrong name fails every query."""
     jars = Path(pyspark.__file__).parent / "jars"
     entry = FILE_SYSTEM_CHECKPOINT_FILES.replace(".", "/") + ".class"
-    found = [
-        jar.name for jar in jars.glob("spark-sql_*.jar") if entry in zipfile.ZipFile(jar).namelist()
-    ]
+    found = []
+    for jar in jars.glob("spark-sql_*.jar"):
+        with zipfile.ZipFile(jar) as archive:
+            if entry in archive.namelist():
+                found.append(jar.name)
     assert found, f"{FILE_SYSTEM_CHECKPOINT_FILES} is in no spark-sql jar under {jars}"
