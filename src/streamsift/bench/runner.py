@@ -120,6 +120,9 @@ class BenchOptions:
     soak_rate: int = 0  # > 0: run only the soak scenario at this rate (see _live)
     soak_seconds: float = 600.0
     soak_window: str = "7d"
+    # The soak's producer batches: the bundled broker lists every batch of a partition on each
+    # fetch, so 10 minutes of 50 ms batches (~12,000 a partition) slowed it until it stalled.
+    soak_linger_ms: int = 500
     note: str = ""
     command: str = "streamsift bench"
     # A Spark cluster (spark://...): the dedup drain runs there twice, on one executor core
@@ -477,7 +480,12 @@ class Bench:
         opts = self.opts
         topic = self.topic_name(f"live-{scenario}")
         create_topic(self.bootstrap, topic, opts.partitions, TOPIC_CONFIG)
-        gen = LoadGenerator(self.load_spec(seed=opts.seed + 1), self.bootstrap, topic)
+        gen = LoadGenerator(
+            self.load_spec(seed=opts.seed + 1),
+            self.bootstrap,
+            topic,
+            linger_ms=opts.soak_linger_ms if scenario == "soak" else None,
+        )
         truth_path = self.work / f"live-{scenario}-truth.json"
         run = self._new_run(
             f"live-{scenario}",

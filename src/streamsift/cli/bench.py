@@ -97,6 +97,12 @@ def register(subparsers: Any) -> None:
         "--soak-seconds", type=float, default=600.0, help="how long the memory soak runs"
     )
     p.add_argument("--soak-window", default="7d", help="dedup window of the soak")
+    p.add_argument(
+        "--soak-linger-ms",
+        type=int,
+        help="the soak's producer linger.ms (default 500: fewer, larger batches, as the bundled "
+        "broker's cost per fetch grows with the number of batches in a partition)",
+    )
     p.add_argument("--partitions", type=int, default=3, help="partitions of the bench topics")
     p.add_argument("--duplicates", type=float, default=0.2, help="share of re-sends")
     p.add_argument("--payload-bytes", type=int, default=1024, help="pad events to this size")
@@ -229,6 +235,8 @@ def bench_options(args: argparse.Namespace) -> Any:
         drain_events = LARGE_DRAIN_EVENTS if args.scenario == "large-drain" else 0
     if drain_events < 0 or (args.scenario == "large-drain" and drain_events == 0):
         raise ValueError("--drain-events must be positive")
+    if args.soak_linger_ms is not None and args.soak_linger_ms < 0:
+        raise ValueError("--soak-linger-ms must not be negative")
     if args.join_events is not None and args.join_events < 0:
         raise ValueError("--join-events must not be negative")
     max_delay = parse_duration(args.max_delay)
@@ -252,6 +260,7 @@ def bench_options(args: argparse.Namespace) -> Any:
         soak_rate=args.soak_rate if scenario == "soak" else 0,
         soak_seconds=args.soak_seconds,
         soak_window=args.soak_window,
+        **({} if args.soak_linger_ms is None else {"soak_linger_ms": args.soak_linger_ms}),
         baselines=baselines,
         events=args.events,
         out=args.out,
