@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from datetime import datetime, timedelta
 
 import pytest
@@ -13,12 +15,18 @@ from streamsift.loadtest.join_events import LATENESS, ORDERS_TOPIC, USERS_TOPIC,
 
 pytestmark = pytest.mark.integration
 
+SWEPT = re.compile(r"scratch directories of ended processes under \S+: 1, (\S+) MB")
+
 
 @pytest.mark.parametrize("mode", ["embedded", "server"])
-def test_three_random_kills_lose_and_double_nothing(tmp_path, mode):
+def test_three_random_kills_lose_and_double_nothing(tmp_path, mode, monkeypatch):
+    temp = tmp_path / "temp"  # the runs' temp directory, to see what the kills leave there
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    work = tmp_path / "work"
     report = run_chaos(
         ChaosOptions(
-            kills=3, events=12_000, mode=mode, min_up_s=5, max_up_s=16, seed=3, work_dir=tmp_path
+            kills=3, events=12_000, mode=mode, min_up_s=5, max_up_s=16, seed=3, work_dir=work
         ),
         log=lambda _line: None,
     )
@@ -29,6 +37,16 @@ def test_three_random_kills_lose_and_double_nothing(tmp_path, mode):
     assert report.wrong_version == 0
     assert report.in_clickhouse == report.expected > 0
     assert report.dlq_in_clickhouse == report.dlq_expected > 0
+    # Spark's temp files of each killed run (the whole process tree, the JVM included) were
+    # in its scratch directory, which the next run removed; the last run removed its own.
+    swept = [
+        float(m.group(1))
+        for path in sorted((work / "logs").glob("run-*.log"))
+        for m in SWEPT.finditer(path.read_text())
+    ]
+    assert len(swept) >= 2 and sum(swept) > 0, swept  # a kill in start-up may leave 0.0 MB
+    assert [p.name for p in temp.iterdir()] == [f"streamsift-spark-{os.getuid()}"]
+    assert list((temp / f"streamsift-spark-{os.getuid()}").iterdir()) == []
 
 
 @pytest.mark.parametrize("mode", ["embedded", "server"])

@@ -123,17 +123,28 @@ def test_kill_after_an_insert_then_restart_inserts_nothing_twice(
     else:
         sink = {"path": str(data_dir)}
     doc = pipeline_doc(broker, unique_name, unique_name, sink, tmp_path / "ckpt")
+    temp = tmp_path / "temp"  # the runs' temp directory, to see what a kill leaves there
+    temp.mkdir()
     try:
-        crashed = run_cli(doc, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:3"})
+        crashed = run_cli(
+            doc, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:3", "TMPDIR": str(temp)}
+        )
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+        # The killed driver's scratch directory stays behind (the JVM, left alone, deleted
+        # its own files in it) ...
+        (scratch_root,) = temp.glob("streamsift-spark-*")
+        (left,) = scratch_root.iterdir()
+        assert sorted(p.name for p in temp.iterdir()) == [scratch_root.name]
         if ep is None:
             ep = Endpoint(data_dir)  # look at the embedded data through the endpoint
         partial = ep.count(unique_name)
         assert 0 < partial < truth.expected_unique  # the crash happened mid-run
         if mode == "embedded":
             ep.stop()
-        resumed = run_cli(doc, tmp_path)
+        resumed = run_cli(doc, tmp_path, env={"TMPDIR": str(temp)})
         assert resumed.returncode == 0, resumed.stderr[-2000:]
+        # ... until the next run removed it, as it did its own when it ended
+        assert not left.exists() and list(scratch_root.iterdir()) == []
         if mode == "embedded":
             ep = Endpoint(data_dir)
         assert_exact(ep, unique_name, truth)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsift.config.models import StateStore
-from streamsift.runtime import class_archive
+from streamsift.runtime import class_archive, scratch
 from streamsift.runtime.bytecode import ensure_worker_bytecode
 from streamsift.runtime.environment import (
     EXECUTOR_PYTHON,
@@ -107,6 +107,10 @@ def spark_session(
     ensure_worker_bytecode()
     master = resolve_master(override=master)
     conf = dict(spark_conf or {})
+    scratch_dir = None  # Spark's temp files under a directory swept after a kill (scratch.py)
+    if "spark.local.dir" not in conf and "SPARK_LOCAL_DIRS" not in os.environ:
+        scratch_dir = scratch.claim()
+        conf["spark.local.dir"] = str(scratch_dir)
     ships_own = "spark.archives" in conf or "spark.pyspark.python" in conf  # e.g. an image
     if not is_local_master(master) and not ships_own:
         packed = pack_environment(env_dir or default_cache_dir())
@@ -138,6 +142,8 @@ def spark_session(
             options += class_archive.java_options(java, _shaping_java_options())
         if not verbose:
             options.append(f"-Dlog4j2.configurationFile=file:{log_conf}")
+        if scratch_dir is not None:  # the native libraries the JVM unpacks, artifacts-*
+            options.append(f"-Djava.io.tmpdir={scratch_dir}")
         java_opts = " ".join(o for o in options if o)
         os.environ["PYSPARK_SUBMIT_ARGS"] = (
             f'--driver-memory {memory} --driver-java-options "{java_opts}" pyspark-shell'

@@ -1,0 +1,105 @@
+"""Spark's scratch space for this process, and that of killed processes swept away.
+
+Spark keeps a driver's temporary files (`spark-*`: the files and archives it ships, which on a
+cluster include the unpacked Python environment, about 450 MB; `blockmgr-*`: shuffle blocks;
+`artifacts-*`), and its JVM the native libraries it unpacks (RocksDB's, 15 MB, and others), in
+the temp directory, and deletes them in a JVM shutdown hook. A pipeline killed with SIGKILL
+runs no hook, and a supervisor that restarts it leaves one more set behind per crash. So each streamsift process gives Spark a directory of its own, named after its
+process id and start time; it is removed when the process ends, and the next streamsift
+process to start removes those of processes that are gone.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger("streamsift.runtime")
+
+_claimed: dict[Path, Path] = {}
+
+
+def default_root() -> Path:
+    """One root per user, so that users sharing a temp directory do not share it."""
+    return Path(tempfile.gettempdir()) / f"streamsift-spark-{os.getuid()}"
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of process `pid` (clock ticks since boot, from /proc); None if it is gone.
+    "0" where /proc is not there: the process id alone then names the process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None if Path("/proc/self/stat").exists() else _start_without_proc(pid)
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces: split after it
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return fields[19]  # field 22 of the whole line: starttime
+
+
+def _start_without_proc(pid: int) -> str | None:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # alive, another user's
+        pass
+    return "0"
+
+
+def owner_is_gone(name: str) -> bool:
+    """Whether the process a scratch directory is named after (`<pid>-<start>`) has ended.
+    Names of another form are not ours: never gone."""
+    pid, sep, start = name.partition("-")
+    if not sep or not pid.isdigit():
+        return False
+    return process_start(int(pid)) != start
+
+
+def sweep(root: Path) -> list[Path]:
+    """Remove the scratch directories of processes that are gone; returns them."""
+    removed = []
+    size = 0
+    with contextlib.suppress(FileNotFoundError):
+        for entry in root.iterdir():
+            if entry.is_dir() and owner_is_gone(entry.name):
+                size += _size(entry)
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+    if removed:
+        log.info(
+            "removed scratch directories of ended processes under %s: %d, %.1f MB",
+            root,
+            len(removed),
+            size / 1e6,
+        )
+    return removed
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def claim(root: Path | None = None) -> Path:
+    """This process's scratch directory (created; removed at exit), after sweeping `root`."""
+    root = root or default_root()
+    if root in _claimed:
+        return _claimed[root]
+    sweep(root)
+    pid = os.getpid()
+    path = root / f"{pid}-{process_start(pid) or '0'}"
+    path.mkdir(parents=True, exist_ok=True)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    _claimed[root] = path
+    return path
