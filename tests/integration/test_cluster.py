@@ -252,6 +252,10 @@ def test_dedup_with_state_on_s3_survives_a_worker_kill_then_a_driver_kill_exactl
         at_worker_kill = commits(checkpoint)
         assert rows_in(clickhouse, table) < truth.expected_unique  # rows still to come
         assert cluster.kill_worker(cluster.workers[0]) >= 0
+        # the killed executor's temp files (the environment archive it fetched) stay in its
+        # work directory, which the cluster manages, instead of the host's temp directory
+        left = cluster.workers[0].work_dir.glob("app-*/*/spark-*/streamsift-env-*.tar.gz")
+        assert any(left)
         # the run goes on without worker 1: a later micro-batch commits, nothing doubled
         wait_for(lambda: commits(checkpoint) > at_worker_kill, 240, proc, log)
         assert_nothing_doubled(clickhouse, table)

@@ -116,6 +116,10 @@ def spark_session(
         packed = pack_environment(env_dir or default_cache_dir())
         conf["spark.archives"] = archive_setting(packed.path)
         conf.setdefault("spark.pyspark.python", EXECUTOR_PYTHON)
+    if not is_local_master(master):
+        # An executor's temp files (the archives it fetches: the packed environment, ~160 MB)
+        # in its work directory, not the host's /tmp, where a killed executor left them.
+        conf.setdefault("spark.executor.extraJavaOptions", "-Djava.io.tmpdir=.")
     if not is_local_master(master) and "spark.pyspark.python" in conf:
         # PYSPARK_PYTHON stays the driver's Python: the driver runs Python too (the Kafka
         # source's planning). Spark SQL's executor-side Python (the source's reads, the sink's
