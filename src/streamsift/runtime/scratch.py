@@ -5,13 +5,13 @@ cluster include the unpacked Python environment, about 450 MB; `blockmgr-*`: shu
 `artifacts-*`), and its JVM the native libraries it unpacks (RocksDB's, 15 MB, and others), in
 the temp directory, and deletes them in a JVM shutdown hook. A pipeline killed with SIGKILL
 runs no hook, and a supervisor that restarts it leaves one more set behind per crash. So each streamsift process gives Spark a directory of its own, named after its
-process id and start time; it is removed when the process ends, and the next streamsift
-process to start removes those of processes that are gone.
+process id and start time, and each streamsift process that starts removes those of processes
+that are gone. (Not at exit: the JVM outlives the Python process's exit handlers and still
+writes there as it shuts down, e.g. a flight recording's dump.)
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import os
@@ -92,7 +92,7 @@ def _size(path: Path) -> int:
 
 
 def claim(root: Path | None = None) -> Path:
-    """This process's scratch directory (created; removed at exit), after sweeping `root`."""
+    """This process's scratch directory (created), after sweeping `root`."""
     root = root or default_root()
     if root in _claimed:
         return _claimed[root]
@@ -100,6 +100,5 @@ def claim(root: Path | None = None) -> Path:
     pid = os.getpid()
     path = root / f"{pid}-{process_start(pid) or '0'}"
     path.mkdir(parents=True, exist_ok=True)
-    atexit.register(shutil.rmtree, path, ignore_errors=True)
     _claimed[root] = path
     return path
