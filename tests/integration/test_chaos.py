@@ -44,7 +44,9 @@ def test_three_random_kills_lose_and_double_nothing(tmp_path, mode, monkeypatch)
         for path in sorted((work / "logs").glob("run-*.log"))
         for m in SWEPT.finditer(path.read_text())
     ]
-    assert len(swept) >= 2 and sum(swept) > 0, swept  # a kill in start-up may leave 0.0 MB
+    # (how much each held depends on how far its start-up got: test_scratch_dirs.py shows
+    # what Spark keeps there)
+    assert len(swept) >= 2, swept
     assert [p.name for p in temp.iterdir()] == [f"streamsift-spark-{os.getuid()}"]
     (last,) = (temp / f"streamsift-spark-{os.getuid()}").iterdir()
     assert [p for p in last.rglob("*") if not p.is_dir()] == []

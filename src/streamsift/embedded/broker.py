@@ -56,6 +56,10 @@ class Broker:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 20.0) -> Broker:
+        """Start tansu and wait until it answers; a running broker is left as it is (so that
+        `with Broker().start() as b:` does not start, and leave behind, a second one)."""
+        if self.process is not None and self.process.poll() is None:
+            return self
         url = f"tcp://127.0.0.1:{self.port}"
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 (lives with the process)
         self.process = subprocess.Popen(

@@ -39,6 +39,10 @@ NOT_ON_EXECUTORS = frozenset({"chdb", "chdb-core"})
 ARCHIVE_ALIAS = "environment"
 EXECUTOR_PYTHON = f"./{ARCHIVE_ALIAS}/bin/python"
 KEEP_ARCHIVES = 3  # cached archives kept (a running app may still be shipping an older one)
+# ... and none used within this long is deleted: another installation sharing the cache (a
+# second checkout, CI beside a working tree) builds its own, and a running app still ships its
+# archive to each executor it starts.
+KEEP_USED_WITHIN_S = 24 * 3600
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -129,6 +133,7 @@ def pack_environment(out_dir: Path, archive: Path | None = None) -> PackedEnviro
     digest = _digest(files)
     target = archive or out_dir / f"streamsift-env-{digest}.tar.gz"
     if archive is None and target.exists():
+        os.utime(target)  # used now: pruning goes by last use
         return PackedEnvironment(target, target.stat().st_size, 0.0, reused=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     base = _base_python()
@@ -157,11 +162,14 @@ def pack_environment(out_dir: Path, archive: Path | None = None) -> PackedEnviro
     )
 
 
-def _prune(out_dir: Path, keep: int) -> None:
-    """Delete all but the `keep` newest cached archives (each install or edit makes one)."""
+def _prune(out_dir: Path, keep: int, used_within_s: float = KEEP_USED_WITHIN_S) -> None:
+    """Delete cached archives (each install or edit makes one) beyond the `keep` most recently
+    used, unless one was used within `used_within_s`."""
     archives = sorted(out_dir.glob("streamsift-env-*.tar.gz"), key=lambda p: p.stat().st_mtime)
+    stale_before = time.time() - used_within_s
     for old in archives[:-keep]:
-        old.unlink(missing_ok=True)
+        if old.stat().st_mtime < stale_before:
+            old.unlink(missing_ok=True)
 
 
 def _add_text(tar: tarfile.TarFile, name: str, text: str) -> None:

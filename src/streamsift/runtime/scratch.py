@@ -1,13 +1,14 @@
 """Spark's scratch space for this process, and that of killed processes swept away.
 
 Spark keeps a driver's temporary files (`spark-*`: the files and archives it ships, which on a
-cluster include the unpacked Python environment, about 450 MB; `blockmgr-*`: shuffle blocks;
-`artifacts-*`), and its JVM the native libraries it unpacks (RocksDB's, 15 MB, and others), in
-the temp directory, and deletes them in a JVM shutdown hook. A pipeline killed with SIGKILL
-runs no hook, and a supervisor that restarts it leaves one more set behind per crash. So each streamsift process gives Spark a directory of its own, named after its
-process id and start time, and each streamsift process that starts removes those of processes
-that are gone. (Not at exit: the JVM outlives the Python process's exit handlers and still
-writes there as it shuts down, e.g. a flight recording's dump.)
+cluster include the unpacked Python environment; `blockmgr-*`: shuffle blocks; `artifacts-*`),
+and its JVM the native libraries it unpacks (RocksDB's and others), in the temp directory, and
+deletes them in a JVM shutdown hook. A pipeline killed with SIGKILL runs no hook, and a
+supervisor that restarts it leaves one more set behind per crash. So each streamsift process
+gives Spark a directory of its own, named after its PID namespace, process id and start time,
+and each streamsift process that starts removes those of processes of its namespace that are
+gone. (Not at exit: the JVM outlives the Python process's exit handlers and still writes there
+as it shuts down, e.g. a flight recording's dump.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,17 @@ _claimed: dict[Path, Path] = {}
 
 def default_root() -> Path:
     """One root per user, so that users sharing a temp directory do not share it."""
-    return Path(tempfile.gettempdir()) / f"streamsift-spark-{os.getuid()}"
+    user = os.getuid() if hasattr(os, "getuid") else os.getlogin()
+    return Path(tempfile.gettempdir()) / f"streamsift-spark-{user}"
+
+
+def pid_namespace() -> str:
+    """This process's PID namespace (its inode), so that containers sharing a temp directory
+    never judge each other's process ids; "0" where /proc does not say."""
+    try:
+        return "".join(c for c in os.readlink("/proc/self/ns/pid") if c.isdigit()) or "0"
+    except OSError:
+        return "0"
 
 
 def process_start(pid: int) -> str | None:
@@ -54,12 +65,12 @@ def _start_without_proc(pid: int) -> str | None:
 
 
 def owner_is_gone(name: str) -> bool:
-    """Whether the process a scratch directory is named after (`<pid>-<start>`) has ended.
-    Names of another form are not ours: never gone."""
-    pid, sep, start = name.partition("-")
-    if not sep or not pid.isdigit():
+    """Whether the process a scratch directory is named after (`<namespace>-<pid>-<start>`)
+    has ended. Names of another form or another PID namespace are not ours: never gone."""
+    parts = name.split("-")
+    if len(parts) != 3 or parts[0] != pid_namespace() or not parts[1].isdigit():
         return False
-    return process_start(int(pid)) != start
+    return process_start(int(parts[1])) != parts[2]
 
 
 def sweep(root: Path) -> list[Path]:
@@ -91,6 +102,10 @@ def _size(path: Path) -> int:
     return total
 
 
+def scratch_name(pid: int) -> str:
+    return f"{pid_namespace()}-{pid}-{process_start(pid) or '0'}"
+
+
 def claim(root: Path | None = None) -> Path:
     """This process's scratch directory (created), after sweeping `root`."""
     root = root or default_root()
@@ -98,7 +113,7 @@ def claim(root: Path | None = None) -> Path:
         return _claimed[root]
     sweep(root)
     pid = os.getpid()
-    path = root / f"{pid}-{process_start(pid) or '0'}"
+    path = root / scratch_name(pid)
     path.mkdir(parents=True, exist_ok=True)
     _claimed[root] = path
     return path

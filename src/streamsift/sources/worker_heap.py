@@ -9,8 +9,8 @@ task starts into the permanent generation (`gc.freeze`), which later collections
 made after it are collected as before, and frozen ones are still freed when their last
 reference goes (only cycles among them wait). The first task imports the data path lazily
 (the processor, the parser, RocksDB, pyarrow.compute: ~29,000 objects), so the next tasks
-freeze again, after the daemon's collection has taken the first task's garbage: a reused
-worker's collection after each task then took 0.1 ms instead of 12-21 ms (round six).
+freeze again, after the daemon's collection has taken the first task's garbage (measured in
+docs/benchmarks.md, round six).
 """
 
 from __future__ import annotations
