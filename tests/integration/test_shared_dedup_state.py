@@ -12,6 +12,7 @@ import pytest
 
 from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
 from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.runtime.session import spark_session
 from streamsift.transforms.dedup_store import PartitionStore, local_cache_root
 
 pytestmark = pytest.mark.integration
@@ -51,8 +52,11 @@ def test_moving_a_local_pipeline_to_shared_state_lets_no_duplicate_through(
 
     # no cache left (as on a new executor): the shared state alone must reject them again
     digest = local_cache_root(str(shared)).name
-    caches = list(Path(tempfile.gettempdir()).glob(f"blockmgr-*/streamsift-dedup-cache/{digest}"))
-    assert caches  # Spark's local dir of this process (SPARK_LOCAL_DIRS of its Python workers)
+    # Spark's local dir of this process (its scratch directory, runtime/scratch.py), where the
+    # block manager's dirs are its Python workers' SPARK_LOCAL_DIRS
+    local_dir = spark_session().sparkContext.getConf().get("spark.local.dir", tempfile.gettempdir())
+    caches = list(Path(local_dir).glob(f"blockmgr-*/streamsift-dedup-cache/{digest}"))
+    assert caches
     for cache in caches:
         shutil.rmtree(cache)
     produce(broker.bootstrap_servers, unique_name, resent)
