@@ -17,6 +17,7 @@ once.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata as md
 import os
@@ -133,8 +134,11 @@ def pack_environment(out_dir: Path, archive: Path | None = None) -> PackedEnviro
     digest = _digest(files)
     target = archive or out_dir / f"streamsift-env-{digest}.tar.gz"
     if archive is None and target.exists():
-        os.utime(target)  # used now: pruning goes by last use
-        return PackedEnvironment(target, target.stat().st_size, 0.0, reused=True)
+        try:
+            os.utime(target)  # used now: pruning goes by last use
+            return PackedEnvironment(target, target.stat().st_size, 0.0, reused=True)
+        except FileNotFoundError:  # pruned by another process just now: build it again
+            pass
     target.parent.mkdir(parents=True, exist_ok=True)
     base = _base_python()
     pyver = f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -165,10 +169,13 @@ def pack_environment(out_dir: Path, archive: Path | None = None) -> PackedEnviro
 def _prune(out_dir: Path, keep: int, used_within_s: float = KEEP_USED_WITHIN_S) -> None:
     """Delete cached archives (each install or edit makes one) beyond the `keep` most recently
     used, unless one was used within `used_within_s`."""
-    archives = sorted(out_dir.glob("streamsift-env-*.tar.gz"), key=lambda p: p.stat().st_mtime)
+    used: list[tuple[float, Path]] = []
+    for path in out_dir.glob("streamsift-env-*.tar.gz"):
+        with contextlib.suppress(FileNotFoundError):  # another process may prune too
+            used.append((path.stat().st_mtime, path))
     stale_before = time.time() - used_within_s
-    for old in archives[:-keep]:
-        if old.stat().st_mtime < stale_before:
+    for mtime, old in sorted(used)[:-keep]:
+        if mtime < stale_before:
             old.unlink(missing_ok=True)
 
 
