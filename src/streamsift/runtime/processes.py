@@ -148,14 +148,24 @@ def _descendants(pid: int, table: dict[int, tuple[int, int, int]]) -> set[int]:
     return found
 
 
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name, the state first (field 3 of
+    the line); None when the process is gone or its entry unreadable."""
+    try:
+        # the command name is in parentheses and may hold spaces: split after it
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def command_line(pid: int) -> list[str] | None:
     """The arguments of a live process (None when it is gone, a zombie, or unreadable):
     to tell that a recorded pid is still the process it was, not a reused number."""
+    fields = stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
+        return None
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            return None
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, IndexError):
+    except OSError:
         return None
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]

@@ -20,6 +20,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from streamsift.runtime.processes import stat_fields
+
 log = logging.getLogger("streamsift.runtime")
 
 _claimed: dict[Path, Path] = {}
@@ -43,15 +45,10 @@ def pid_namespace() -> str:
 def process_start(pid: int) -> str | None:
     """The start time of process `pid` (clock ticks since boot, from /proc); None if it is gone.
     "0" where /proc is not there: the process id alone then names the process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return None if Path("/proc/self/stat").exists() else _start_without_proc(pid)
-    except OSError:
-        return None
-    # the command name (field 2) is in parentheses and may hold spaces: split after it
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return fields[19]  # field 22 of the whole line: starttime
+    if not Path("/proc/self/stat").exists():
+        return _start_without_proc(pid)
+    fields = stat_fields(pid)
+    return fields[19] if fields is not None else None  # field 22 of the line: starttime
 
 
 def _start_without_proc(pid: int) -> str | None:
