@@ -1,4 +1,5 @@
-"""What `streamsift serve` is started with: address, data directory, token, limits."""
+"""What `streamsift serve` is started with: address, data directory, token, limits, and what
+a document or request may reach through the service (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,14 @@ class ServiceSettings(BaseModel):
     # the receiver listens once the service has an OTLP pipeline.
     otlp_http_port: int | None = Field(default=None, ge=0, le=65535)
     otlp_grpc_port: int | None = Field(default=None, ge=0, le=65535)
+    # Host header names answered besides the bound address, localhost and 127.0.0.1
+    # (`--allowed-host`, e.g. the name a reverse proxy forwards): a guard against DNS rebinding.
+    allowed_hosts: tuple[str, ...] = ()
+    # Directories a document's paths may name besides the data dir (`--allow-path`).
+    allow_paths: tuple[Path, ...] = ()
+    # Where the connection helpers (probes, sampling, schema inference) may connect: hosts
+    # or CIDR blocks (`--allow-connect`); empty: anywhere.
+    allow_connect: tuple[str, ...] = ()
+    # `spark.*` keys a document may set beyond the tuning allow-list (`--allow-spark-conf`,
+    # a key or a prefix ending in `*`).
+    allow_spark_conf: tuple[str, ...] = ()

@@ -42,6 +42,52 @@ def register(subparsers: Any) -> None:
         f"${TOKEN_ENV}, which is better: a command line is visible to other users)",
     )
     p.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve on a non-loopback address without a token (refused otherwise: anyone "
+        "who reaches the port could run pipelines)",
+    )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host header name to answer besides the bound address and localhost, e.g. "
+        "the name a reverse proxy forwards (repeatable)",
+    )
+    p.add_argument(
+        "--allow-path",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="a directory a pipeline document may name paths in, besides the data dir (repeatable)",
+    )
+    p.add_argument(
+        "--allow-connect",
+        action="append",
+        default=[],
+        metavar="HOST|CIDR",
+        help="where the connection helpers (probes, samples, schema inference) may connect "
+        "(repeatable; default: anywhere)",
+    )
+    p.add_argument(
+        "--allow-spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a spark.* key (or prefix ending in *) documents may set beyond the tuning "
+        "allow-list (repeatable)",
+    )
+    p.add_argument(
+        "--token-provider",
+        action="append",
+        default=[],
+        metavar="NAME=MODULE:FUNCTION",
+        help="register an OAUTHBEARER token provider that documents may name (repeatable; "
+        "also $STREAMSIFT_TOKEN_PROVIDERS and the streamsift.token_providers entry points)",
+    )
+    p.add_argument(
         "--otlp-http-port",
         type=int,
         default=4318,
@@ -96,6 +142,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         token=token,
         otlp_http_port=None if args.no_otlp else args.otlp_http_port,
         otlp_grpc_port=None if args.no_otlp else args.otlp_grpc_port,
+        allowed_hosts=tuple(args.allowed_host),
+        allow_paths=tuple(p.resolve() for p in args.allow_path),
+        allow_connect=tuple(args.allow_connect),
+        allow_spark_conf=tuple(args.allow_spark_conf),
     )
     try:
         sock = socket.create_server((settings.host, settings.port))
