@@ -41,7 +41,14 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("api") / "data"
     with ServerThread(
-        create_app(ServiceSettings(token=TOKEN, probe_timeout_s=3, data_dir=data_dir))
+        create_app(
+            ServiceSettings(
+                token=TOKEN,
+                probe_timeout_s=3,
+                data_dir=data_dir,
+                allow_paths=(tmp_path_factory.getbasetemp(),),
+            )
+        )
     ) as server:
         yield server.url
 

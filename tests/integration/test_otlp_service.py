@@ -22,7 +22,11 @@ pytestmark = pytest.mark.integration
 
 def test_service_receives_otlp_for_its_pipelines_on_the_bundled_broker(tmp_path):
     settings = ServiceSettings(
-        data_dir=tmp_path / "data", token="svc-token", otlp_http_port=0, otlp_grpc_port=0
+        data_dir=tmp_path / "data",
+        token="svc-token",
+        otlp_http_port=0,
+        otlp_grpc_port=0,
+        allow_paths=(tmp_path,),
     )
     app = create_app(settings)
     auth = {"authorization": "Bearer svc-token"}

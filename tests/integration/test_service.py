@@ -58,8 +58,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def chdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("service-chdb") / "clickhouse"
+def chdb(data_dir: Path) -> Path:
+    """Inside the data dir: a service's documents name paths there (document_policy.py)."""
+    return data_dir / "clickhouse"
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +191,8 @@ def test_after_the_server_is_killed_pipelines_are_adopted_or_restarted_exactly(
     broker: Broker, tmp_path: Path
 ) -> None:
     name = "svc-restart"
-    data_dir, chdb = tmp_path / "data", tmp_path / "clickhouse"
+    data_dir = tmp_path / "data"
+    chdb = data_dir / "clickhouse"
     broker.create_topic(name, 2)
     produce(broker, name, range(100))
     doc = pipeline_doc(name, broker, {"path": str(chdb)})

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from streamsift.config.loader import MAX_DOCUMENT_BYTES
+from streamsift.runtime.document_policy import DocumentPolicy
 
 
 class ServiceSettings(BaseModel):
@@ -40,3 +41,7 @@ class ServiceSettings(BaseModel):
     # `spark.*` keys a document may set beyond the tuning allow-list (`--allow-spark-conf`,
     # a key or a prefix ending in `*`).
     allow_spark_conf: tuple[str, ...] = ()
+
+    def document_policy(self) -> DocumentPolicy:
+        """What a document may name through this server (runtime/document_policy.py)."""
+        return DocumentPolicy(self.data_dir.resolve(), self.allow_paths, self.allow_spark_conf)

@@ -29,7 +29,8 @@ from streamsift.config.kafka_properties import (
     TOKEN_PROVIDER,
 )
 
-_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+_PROVIDER_NAME = re.compile(r"[A-Za-z][\w.-]{0,63}")
 
 
 class SecurityProtocol(str, Enum):
@@ -91,7 +92,8 @@ class Kerberos(ConfigModel):
 
 class OAuthBearer(ConfigModel):
     """SASL OAUTHBEARER: OIDC client credentials (librdkafka fetches and refreshes the token),
-    or a token callback: `aws_msk_iam` (AWS MSK IAM, `args: {region: ...}`) or your own
+    or a token callback: `aws_msk_iam` (AWS MSK IAM, `args: {region: ...}`), the name of a
+    provider the operator registered, or (the CLI only) your own
     `package.module:function(args) -> (token, expiry_unix_seconds)`."""
 
     token_endpoint_url: str | None = None
@@ -121,10 +123,13 @@ class OAuthBearer(ConfigModel):
             ]
             if missing:
                 raise ValueError(f"OIDC needs {', '.join(missing)}")
-        elif self.token_provider != AWS_MSK_IAM and not _CALLABLE.match(self.token_provider or ""):
+        elif not (
+            _PROVIDER_NAME.fullmatch(self.token_provider or "")
+            or _CALLABLE.fullmatch(self.token_provider or "")
+        ):
             raise ValueError(
-                f"token_provider {self.token_provider!r} is neither aws_msk_iam nor "
-                "package.module:function"
+                f"token_provider {self.token_provider!r} is neither aws_msk_iam, a registered "
+                "provider's name nor package.module:function"
             )
         if self.token_provider == AWS_MSK_IAM and not self.args.get("region"):
             raise ValueError("aws_msk_iam needs args.region (the MSK cluster's AWS region)")

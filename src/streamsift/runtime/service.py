@@ -34,6 +34,7 @@ from streamsift.config.loader import is_glassflow
 from streamsift.config.models import Pipeline
 from streamsift.errors import ConflictError, StreamsiftError
 from streamsift.runtime.dead_letters import DeadLetters, open_dead_letters
+from streamsift.runtime.document_policy import DocumentPolicy
 from streamsift.runtime.edits import keep_masked_secrets, state_changes
 from streamsift.runtime.endpoints import EmbeddedEndpoints, served_document
 from streamsift.runtime.lifecycle import (
@@ -93,10 +94,17 @@ class PipelineService:
     """
 
     def __init__(
-        self, data_dir: Path, driver_inserts: bool = True, otlp: OtlpReceiver | None = None
+        self,
+        data_dir: Path,
+        driver_inserts: bool = True,
+        otlp: OtlpReceiver | None = None,
+        policy: DocumentPolicy | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.driver_inserts = driver_inserts
+        # What a document may name (paths, Spark settings, token providers): by default,
+        # paths inside the data dir only (runtime/document_policy.py).
+        self.policy = policy or DocumentPolicy(self.data_dir)
         # The OTLP receiver of its OTLP pipelines, started with the first of them, if any.
         self.otlp = ServiceOtlp(otlp, self.data_dir) if otlp is not None else None
         self.store = Store(self.data_dir)
@@ -147,6 +155,7 @@ class PipelineService:
     def create(self, doc: dict[str, Any]) -> PipelineRecord:
         """Validate and store a new pipeline (id = its name), then start it."""
         doc, pipeline = _validated(doc)
+        self.policy.check(pipeline)
         with self._lock:
             self.store.add(pipeline.name, doc, pipeline)
             self._launch(pipeline.name)
@@ -183,6 +192,7 @@ class PipelineService:
                 )
             doc = keep_masked_secrets(doc, new, current_doc, current)
             new = parse_resolved(doc)
+            self.policy.check(new)
             changes = state_changes(current, new)
             if changes and not reset_state:
                 raise ConflictError(
@@ -375,9 +385,30 @@ class PipelineService:
                 )
 
     def _reset_state(self, pipeline_id: str, current: Pipeline) -> None:
+        """Drop the pipeline's checkpoint: only a directory the pipeline owns (inside the
+        policy's roots, and not a root itself nor the pipeline directories above its own)."""
         directory = self.supervisor.directory(pipeline_id)
-        shutil.rmtree(current.checkpoint_dir(directory), ignore_errors=True)
+        checkpoint = current.checkpoint_dir(directory).resolve()
+        if not self._owned(checkpoint):
+            raise ConfigError(
+                f"runtime.checkpoint_dir: {checkpoint} is not a directory this pipeline owns; "
+                "reset_state deletes only a checkpoint inside the server's directories that "
+                "holds nothing else (remove it by hand, or give the pipeline its own "
+                "checkpoint_dir)"
+            )
+        shutil.rmtree(checkpoint, ignore_errors=True)
         (directory / "status.json").unlink(missing_ok=True)
+
+    def _owned(self, checkpoint: Path) -> bool:
+        """Whether reset_state may delete `checkpoint`: inside a root, below (not at) it, and
+        neither the service's own files nor another pipeline's directory."""
+        if not self.policy.inside(checkpoint) or checkpoint in self.policy.roots:
+            return False
+        protected = (self.data_dir, self.supervisor.pipelines_dir, self.data_dir / "endpoints")
+        if any(checkpoint == p or p.is_relative_to(checkpoint) for p in protected):
+            return False
+        others = (self.supervisor.directory(r.id).resolve() for r in self.store.list())
+        return not any(other.is_relative_to(checkpoint) for other in others)
 
 
 def _validated(doc: dict[str, Any]) -> tuple[dict[str, Any], Pipeline]:

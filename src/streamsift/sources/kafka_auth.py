@@ -7,8 +7,16 @@ the driver or an executor), they become what librdkafka needs:
   `sasl.kerberos.keytab`; an inline krb5.conf likewise, and `KRB5_CONFIG` points to it (the
   Kerberos library reads the environment: this is process-wide);
 - a token provider becomes confluent-kafka's `oauth_cb`: `aws_msk_iam` signs an AWS MSK IAM
-  token (package `aws-msk-iam-sasl-signer-python`, installed by the user), any other name is
-  `package.module:function(args) -> (token, expiry_unix_seconds)`.
+  token (package `aws-msk-iam-sasl-signer-python`, installed by the user); a name the operator
+  registered (`STREAMSIFT_TOKEN_PROVIDERS=name=module:function,...`, which `streamsift serve
+  --token-provider` sets for its workers, or an entry point of the group
+  `streamsift.token_providers`) is that function; and, only where the user runs their own
+  files (the CLI), `package.module:function` itself. Each is called as
+  `function(args) -> (token, expiry_unix_seconds)`.
+
+A process started by `streamsift serve` (the server and the workers it starts, which inherit
+its environment) has STREAMSIFT_REGISTERED_PROVIDERS_ONLY=1: there a document can name only a
+registered provider, never a module to import.
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ from streamsift.config.kafka_properties import (
 from streamsift.sources.errors import SourceError
 
 TokenProvider = Callable[[dict[str, str]], tuple[str, float]]
+PROVIDERS_ENV = "STREAMSIFT_TOKEN_PROVIDERS"
+REGISTERED_ONLY_ENV = "STREAMSIFT_REGISTERED_PROVIDERS_ONLY"
+PROVIDERS_ENTRY_POINTS = "streamsift.token_providers"
 # librdkafka's words for a broker refusing our authentication or TLS handshake
 _REFUSAL_WORDS = ("SASL", "SSL handshake", "authentication", "Authentication")
 
@@ -84,7 +95,7 @@ def client_config(conf: dict[str, Any]) -> dict[str, Any]:
 def token_callback(name: str) -> Callable[[str], tuple[str, float]]:
     """confluent-kafka's `oauth_cb` for a token provider name; it gets the JSON of the
     provider's `args` (librdkafka's `sasl.oauthbearer.config`)."""
-    provider = aws_msk_iam_token if name == AWS_MSK_IAM else _import(name)
+    provider = resolve_provider(name)
 
     def oauth_cb(config: str) -> tuple[str, float]:
         args = json.loads(config) if config else {}
@@ -92,6 +103,44 @@ def token_callback(name: str) -> Callable[[str], tuple[str, float]]:
         return token, float(expiry)
 
     return oauth_cb
+
+
+def resolve_provider(name: str) -> TokenProvider:
+    """The function a token provider name stands for (see the module docstring)."""
+    if name == AWS_MSK_IAM:
+        return aws_msk_iam_token
+    registered = registered_providers()
+    if name in registered:
+        return _import(registered[name], name)
+    if ":" in name and os.environ.get(REGISTERED_ONLY_ENV) != "1":
+        return _import(name, name)
+    how = (
+        "the service runs only providers the operator registered: register it with "
+        f"streamsift serve --token-provider NAME={name} and name NAME"
+        if ":" in name
+        else f"register it with streamsift serve --token-provider {name}=MODULE:FUNCTION"
+    )
+    from streamsift.config.errors import ConfigError  # not at import: executors load this
+
+    raise ConfigError(
+        [
+            f"source.security.oauthbearer.token_provider: {name!r} is not a registered "
+            f"token provider (registered: {', '.join(sorted(registered)) or 'none'}); {how}"
+        ]
+    )
+
+
+def registered_providers() -> dict[str, str]:
+    """Token providers the operator registered, name -> `module:function`: the entry points
+    of the group `streamsift.token_providers`, then STREAMSIFT_TOKEN_PROVIDERS (which wins)."""
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep.value for ep in entry_points(group=PROVIDERS_ENTRY_POINTS)}
+    for entry in os.environ.get(PROVIDERS_ENV, "").split(","):
+        name, sep, target = entry.strip().partition("=")
+        if sep and name.strip() and target.strip():
+            found[name.strip()] = target.strip()
+    return found
 
 
 def aws_msk_iam_token(args: dict[str, str]) -> tuple[str, float]:
@@ -108,11 +157,11 @@ def aws_msk_iam_token(args: dict[str, str]) -> tuple[str, float]:
     return token, expiry_ms / 1000
 
 
-def _import(name: str) -> TokenProvider:
-    module_name, _, attr = name.partition(":")
+def _import(target: str, name: str) -> TokenProvider:
+    module_name, _, attr = target.partition(":")
     try:
         found = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
+    except (ImportError, AttributeError, ValueError) as exc:
         raise SourceError(
             f"source.security.oauthbearer.token_provider: cannot load {name!r}: {exc}"
         ) from None

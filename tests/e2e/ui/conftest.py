@@ -62,7 +62,9 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not (Path(__file__).resolve().parents[3] / "src/streamsift/ui/static/index.html").is_file():
         pytest.fail("the UI is not built: run `make setup` (npm ci + npm run build in ui/)")
     data = tmp_path_factory.mktemp("ui-serve") / "data"
-    settings = ServiceSettings(data_dir=data, probe_timeout_s=5)
+    # the wizard tests put their embedded ClickHouse in their own temp dirs: allowed here
+    base = tmp_path_factory.getbasetemp()
+    settings = ServiceSettings(data_dir=data, probe_timeout_s=5, allow_paths=(base,))
     with ServerThread(create_app(settings)) as server:
         try:
             yield server.url

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody
+from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody, SettingsDep
 from streamsift.api.models import ErrorBody, ValidateResult
 from streamsift.config.summary import summary
 from streamsift.runtime.registry_fields import parse_resolved
@@ -18,6 +18,8 @@ router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
     openapi_extra=DOCUMENT_BODY_OPENAPI,
     responses={422: {"model": ErrorBody, "description": "details.problems: one line each"}},
 )
-def validate(document: DocumentBody) -> ValidateResult:
+def validate(document: DocumentBody, settings: SettingsDep) -> ValidateResult:
+    """As create would judge it: the document, then what this server lets documents name."""
     pipeline = parse_resolved(document)
+    settings.document_policy().check(pipeline)
     return ValidateResult(name=pipeline.name, summary=summary(pipeline))
