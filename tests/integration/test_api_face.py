@@ -89,9 +89,11 @@ def test_health_is_open_and_the_rest_needs_the_token(api: str) -> None:
     with httpx.Client(base_url=api, timeout=30) as anonymous:
         assert anonymous.get("/healthz").json() == {"status": "ok"}
         assert anonymous.get("/readyz").status_code == 200
+        # The API's description needs no token (it holds no data: issue 25, finding 6).
+        assert anonymous.get("/openapi.json").status_code == 200
+        assert anonymous.get("/docs").status_code == 200
         for method, path in (
-            ("GET", "/openapi.json"),
-            ("GET", "/docs"),
+            ("GET", "/api/v1/pipelines"),
             ("POST", "/api/v1/pipelines/validate"),
             ("POST", "/api/v1/expressions/evaluate"),
             ("GET", "/metrics"),
@@ -99,7 +101,7 @@ def test_health_is_open_and_the_rest_needs_the_token(api: str) -> None:
             refused = anonymous.request(method, path)
             assert_error(refused, 401, "unauthorized", "Authorization: Bearer")
             assert refused.headers["www-authenticate"] == "Bearer"
-        wrong = anonymous.get("/openapi.json", headers={"Authorization": "Bearer nope"})
+        wrong = anonymous.get("/api/v1/pipelines", headers={"Authorization": "Bearer nope"})
         assert_error(wrong, 401, "unauthorized", "not this server's")
         assert TOKEN not in wrong.text
         spec = anonymous.get("/openapi.json", headers=AUTH).json()
@@ -194,7 +196,11 @@ def test_a_body_over_4_mib_is_refused_with_413(http: httpx.Client) -> None:
         for _ in range(5):
             yield b" " * (1024 * 1024)
 
-    streamed = http.post("/api/v1/pipelines/validate", content=chunks())
+    streamed = http.post(
+        "/api/v1/pipelines/validate",
+        content=chunks(),
+        headers={"Content-Type": "application/yaml"},  # without a type: 415 before any read
+    )
     assert_error(streamed, 413, "payload_too_large", "4 MiB")
 
 
@@ -272,8 +278,12 @@ def test_validate_answers_what_streamsift_validate_prints(
     assert printed.returncode == 2
     lines = [line.removeprefix(f"{bad}: ") for line in printed.stderr.strip().splitlines()]
     assert len(lines) >= 3
-    for body, content_type in ((bad.read_bytes(), "application/yaml"), (json.dumps(doc), None)):
-        headers = {"Content-Type": content_type} if content_type else {}
+    # A body without a Content-Type is 415 (issue 25, finding 5): JSON says so.
+    for body, content_type in (
+        (bad.read_bytes(), "application/yaml"),
+        (json.dumps(doc), "application/json"),
+    ):
+        headers = {"Content-Type": content_type}
         response = http.post("/api/v1/pipelines/validate", content=body, headers=headers)
         problems = assert_error(response, 422, "unprocessable_entity")["details"]["problems"]
         assert problems == lines
@@ -545,8 +555,10 @@ def test_streamsift_serve_starts_answers_and_stops_on_sigterm(tmp_path: Path) ->
         url = line.split()[2]
         with httpx.Client(base_url=url, timeout=30) as client:
             assert client.get("/healthz").status_code == 200
-            assert client.get("/openapi.json").status_code == 401
-            with_token = client.get("/openapi.json", headers={"Authorization": "Bearer from-env"})
+            assert client.get("/api/v1/pipelines").status_code == 401
+            with_token = client.get(
+                "/api/v1/pipelines", headers={"Authorization": "Bearer from-env"}
+            )
             assert with_token.status_code == 200
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0

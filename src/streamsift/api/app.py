@@ -2,7 +2,10 @@
 
 The lifespan owns the pipeline service: it builds and starts it on the data directory before
 the server answers `/readyz` with 200, and closes it when the server stops without stopping
-the pipelines (they keep running, for the next server on the data directory to adopt). Every route but the health checks sits behind the token when one is set.
+the pipelines (they keep running, for the next server on the data directory to adopt). Every
+route but the health checks, the web UI's files and the API's description (/docs,
+/openapi.json: they hold no data) sits behind the token when one is set; `HttpGuard`
+(http_guard.py) refuses foreign Host names, cross-site changes and unreadable body types.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from streamsift import __version__
 from streamsift.api.deps import require_token
 from streamsift.api.errors import install_error_handlers
+from streamsift.api.http_guard import HttpGuard
 from streamsift.api.middleware import BodySizeLimit, CatchUnexpected
 from streamsift.api.models import ErrorBody
 from streamsift.api.routers import (
@@ -42,6 +46,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     for status, description in (
         (400, "the request cannot be read"),
         (401, "the token is missing or wrong"),
+        (403, "a cross-site request may not change anything"),
         (404, "not found"),
         (413, "the body is larger than the limit"),
         (415, "unsupported content type"),
@@ -54,7 +59,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 def _started_service(settings: ServiceSettings) -> PipelineService:
-    service = PipelineService(settings.data_dir, otlp=_otlp_receiver(settings))
+    service = PipelineService(
+        settings.data_dir, otlp=_otlp_receiver(settings), policy=settings.document_policy()
+    )
     service.start()
     return service
 
@@ -101,7 +108,7 @@ def create_app(
         version=__version__,
         description="Run and watch streaming pipelines from Kafka to ClickHouse.",
         lifespan=lifespan,
-        openapi_url=None,  # served by routers/docs.py, behind the token
+        openapi_url=None,  # served by routers/docs.py
         docs_url=None,
         redoc_url=None,
     )
@@ -111,12 +118,17 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(CatchUnexpected)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    # Outermost: a refused request is answered before anything reads it, and every answer
+    # (a 413 or 500 too) carries the security headers.
+    app.add_middleware(HttpGuard, bound_host=settings.host, allowed_hosts=settings.allowed_hosts)
 
     app.include_router(health.router)
     # The token check only when there is a token: then the OpenAPI document declares the
     # bearer scheme exactly when the server asks for it.
     auth = [Depends(require_token)] if settings.token is not None else []
-    app.include_router(docs.router, dependencies=auth)
+    # The API's description and its Swagger UI without the token: they hold no data, and the
+    # page asks for the token (Authorize) or takes the web UI's.
+    app.include_router(docs.router)
     # validation first: its POST /api/v1/pipelines/validate must win over /{id} routes.
     for router in (validation, pipelines, dlq, connections, schemas, expressions, metrics):
         app.include_router(router.router, dependencies=auth, responses=ERROR_RESPONSES)

@@ -4,6 +4,10 @@ The UI is a single page (hash routes) that talks to the native API over HTTP; th
 only hands out its files. When the UI was not built (a checkout without `make setup`), `/`
 answers a short HTML page saying how to build it, never a 500. Served without the token:
 the page holds no data, and asks for the token when the API answers 401.
+
+Every file goes out with a Content-Security-Policy: the page's own scripts and styles only,
+requests to this server only, never in a frame (`frame-ancestors 'none'`). Inline styles are
+allowed (the charts set them; a style runs no code), inline scripts are not.
 """
 
 from __future__ import annotations
@@ -16,6 +20,12 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 
 router = APIRouter(tags=["ui"], include_in_schema=False)
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
 NOT_BUILT = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>streamsift: UI not built</title>
@@ -40,9 +50,13 @@ def static_dir() -> Path:
 def index() -> object:
     page = static_dir() / "index.html"
     if not page.is_file():
-        return HTMLResponse(NOT_BUILT.format(where=html.escape(str(page.parent))), status_code=503)
+        return HTMLResponse(
+            NOT_BUILT.format(where=html.escape(str(page.parent))),
+            status_code=503,
+            headers={"Content-Security-Policy": CSP},
+        )
     # index.html names its hashed assets: always fetch it anew, so a rebuild shows at once.
-    return FileResponse(page, headers={"Cache-Control": "no-cache"})
+    return FileResponse(page, headers={"Cache-Control": "no-cache", "Content-Security-Policy": CSP})
 
 
 @router.get("/assets/{name:path}", summary="a built asset of the UI")
@@ -52,4 +66,10 @@ def asset(name: str) -> object:
     path = (root / name).resolve()
     if not path.is_relative_to(root) or not path.is_file():
         return PlainTextResponse(f"no such asset: {name}", status_code=404)
-    return FileResponse(path, headers={"Cache-Control": "public, max-age=31536000, immutable"})
+    return FileResponse(
+        path,
+        headers={
+            "Cache-Control": "public, max-age=31536000, immutable",
+            "Content-Security-Policy": CSP,
+        },
+    )
