@@ -3,11 +3,17 @@
 Prints one line when it listens (`listening on http://HOST:PORT ...`, with the port actually
 bound when `--port 0` picks a free one) and one when it has stopped. The token comes from
 `--token` or STREAMSIFT_API_TOKEN and is never printed.
+
+On an address other than loopback, a server without a token would let anyone who reaches the
+port run pipelines: it refuses to start unless `--no-token` says that is meant. Bound to every
+address (0.0.0.0, ::), it answers browsers only by loopback names and `--allowed-host` names
+(a guard against DNS rebinding, api/http_guard.py), and says so when it starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import signal
 import socket
@@ -131,6 +137,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ):
         if not 0 <= value <= 65535:
             return fail(f"{flag} must be 0..65535, not {value}", code=2)
+    if token is None and not args.no_token and not is_loopback(args.host):
+        return fail(
+            f"refusing to serve on {args.host} without a token: anyone who reaches the port "
+            "could run pipelines on this machine",
+            f"set ${TOKEN_ENV} (or --token), or pass --no-token to serve it open anyway",
+            code=2,
+        )
     if args.master:
         from streamsift.runtime.session import MASTER_ENV
 
@@ -170,6 +183,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address or name to bind) is reachable only from this machine."""
+    name = host.strip().strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def _serve(app: Any, sock: socket.socket, settings: Any, verbose: bool) -> None:
     """Run `app` under uvicorn on `sock` until Ctrl-C or SIGTERM."""
     import uvicorn
@@ -192,4 +216,11 @@ def _serve(app: Any, sock: socket.socket, settings: Any, verbose: bool) -> None:
         file=sys.stderr,
         flush=True,
     )
+    if settings.host.strip("[]") in ("0.0.0.0", "::", "") and not settings.allowed_hosts:
+        print(
+            "note: on every address, browsers are answered only by loopback names: give "
+            "this machine's names with --allowed-host NAME",
+            file=sys.stderr,
+            flush=True,
+        )
     server.run(sockets=[sock])
