@@ -20,10 +20,13 @@ export class ApiError extends Error {
   }
 }
 
+// The token of a server that has one: asked once, kept for this tab (sessionStorage, gone
+// when the tab closes; /docs reads it from here too), sent with every request. A 401 with
+// a token means it is wrong: it is forgotten and asked for again.
 const TOKEN_KEY = "streamsift.token";
-let onUnauthorized: (() => void) | null = null;
+let onUnauthorized: ((rejected: boolean) => void) | null = null;
 
-export function setUnauthorizedHandler(handler: () => void): void {
+export function setUnauthorizedHandler(handler: (rejected: boolean) => void): void {
   onUnauthorized = handler;
 }
 export function setToken(token: string): void {
@@ -31,6 +34,14 @@ export function setToken(token: string): void {
 }
 function token(): string | null {
   return sessionStorage.getItem(TOKEN_KEY);
+}
+
+/** Whether the server takes `candidate` (or needs no token): asked before it is kept. */
+export async function tokenAccepted(candidate: string): Promise<boolean> {
+  const response = await fetch("/api/v1/pipelines", {
+    headers: { Accept: "application/json", Authorization: `Bearer ${candidate}` },
+  });
+  return response.status !== 401;
 }
 
 type Body = { json: unknown } | { yaml: string } | undefined;
@@ -62,7 +73,10 @@ export async function request<T>(method: string, path: string, body?: Body): Pro
     data = null;
   }
   if (!response.ok) {
-    if (response.status === 401 && onUnauthorized) onUnauthorized();
+    if (response.status === 401) {
+      if (t) sessionStorage.removeItem(TOKEN_KEY);
+      if (onUnauthorized) onUnauthorized(Boolean(t));
+    }
     const message = data?.message ?? `the server answered ${response.status} ${response.statusText}`;
     const details = data?.details ?? {};
     throw new ApiError(response.status, message, details.problems ?? [], details.hint ?? null);

@@ -1,7 +1,7 @@
 // The single page: a header, then the page the URL's hash names (#/, #/new, #/p/<id>, ...).
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { setToken, setUnauthorizedHandler } from "./api";
+import { setToken, setUnauthorizedHandler, tokenAccepted } from "./api";
 import { PipelinesPage } from "./pages/PipelinesPage";
 import { PipelinePage } from "./pages/PipelinePage";
 import { DlqPage } from "./pages/DlqPage";
@@ -21,23 +21,50 @@ function useHash(): string {
   return hash;
 }
 
-function TokenForm({ onDone }: { onDone: () => void }) {
+function TokenForm({ rejected, onDone }: { rejected: boolean; onDone: () => void }) {
   const [value, setValue] = useState("");
+  const [wrong, setWrong] = useState(rejected);
+  const [checking, setChecking] = useState(false);
+  const [failure, setFailure] = useState<string | null>(null);
   return (
     <form
       class="card token"
-      onSubmit={(e) => {
+      onSubmit={async (e) => {
         e.preventDefault();
-        setToken(value);
-        onDone();
+        if (!value || checking) return;
+        setChecking(true);
+        setFailure(null);
+        try {
+          if (await tokenAccepted(value)) {
+            setToken(value);
+            onDone();
+            return;
+          }
+          setWrong(true);
+          setValue("");
+        } catch {
+          setFailure("the streamsift server did not answer: is it still running?");
+        } finally {
+          setChecking(false);
+        }
       }}
     >
       <h2>This server needs a token</h2>
-      <p>It was started with a token (<code>--token</code> or STREAMSIFT_API_TOKEN).</p>
+      <p>
+        It was started with a token (<code>--token</code> or STREAMSIFT_API_TOKEN). It is
+        asked once and kept for this tab only.
+      </p>
       <label for="token">API token</label>
-      <input id="token" type="password" value={value} autoComplete="off"
+      <input id="token" type="password" value={value} autoComplete="off" autoFocus
+        aria-invalid={wrong} aria-describedby={wrong ? "token-error" : undefined}
         onInput={(e) => setValue(e.currentTarget.value)} />
-      <button type="submit" class="primary">Use this token</button>
+      {wrong && (
+        <p id="token-error" class="message error" role="alert">
+          That token is not this server's: try again.
+        </p>
+      )}
+      {failure && <p class="message error" role="alert">{failure}</p>}
+      <button type="submit" class="primary" disabled={checking}>Use this token</button>
     </form>
   );
 }
@@ -54,9 +81,13 @@ function Page({ hash }: { hash: string }) {
 
 function App() {
   const hash = useHash();
-  const [needToken, setNeedToken] = useState(false);
+  // null: no token asked for; else whether the token this tab had was refused.
+  const [needToken, setNeedToken] = useState<boolean | null>(null);
   const [epoch, setEpoch] = useState(0);
-  useEffect(() => setUnauthorizedHandler(() => setNeedToken(true)), []);
+  useEffect(
+    () => setUnauthorizedHandler((rejected) => setNeedToken((was) => (was ?? false) || rejected)),
+    [],
+  );
   const current = (prefix: string) =>
     (prefix === "#/" ? hash === "#/" : hash.startsWith(prefix)) ? "page" : undefined;
   return (
@@ -71,8 +102,9 @@ function App() {
         </nav>
       </header>
       <main id="main">
-        {needToken ? (
-          <TokenForm onDone={() => { setNeedToken(false); setEpoch(epoch + 1); }} />
+        {needToken !== null ? (
+          <TokenForm rejected={needToken}
+            onDone={() => { setNeedToken(null); setEpoch((n) => n + 1); }} />
         ) : (
           <Page key={`${hash}:${epoch}`} hash={hash} />
         )}

@@ -48,6 +48,7 @@ const ui = SwaggerUIBundle({
   layout: "BaseLayout",
   deepLinking: true,
   showExtensions: true,
+  validatorUrl: null,  // no badge from validator.swagger.io: nothing leaves the machine
   presets: [SwaggerUIBundle.presets.apis],
   onComplete: () => {
     const token = sessionStorage.getItem("TOKEN_KEY");

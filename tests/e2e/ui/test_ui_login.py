@@ -1,0 +1,110 @@
+"""The web UI and /docs of a server that has a token, in a real browser (issue 25, finding 6):
+the UI asks for the token once (a wrong one is said to be wrong and asked for again), keeps it
+for the tab, and /docs opens from the UI's "API" link already authorized with it. Every page
+is watched (conftest.py): no console error (a CSP violation is one), no request leaving
+loopback (Swagger UI's files are served by the server itself)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from api_server import ServerThread
+from streamsift.api.app import create_app
+from streamsift.api.settings import ServiceSettings
+
+from .conftest import open_page, shot
+
+expect = pytest.importorskip("playwright.sync_api").expect
+
+TOKEN = "ui-login-token-7Qx4"
+ASKED = "This server needs a token"
+
+
+@pytest.fixture(scope="module")
+def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("ui-login") / "data"
+    with ServerThread(create_app(ServiceSettings(data_dir=data, token=TOKEN))) as server:
+        yield server.url
+
+
+def test_the_ui_asks_for_the_token_once_and_keeps_it_for_the_tab(
+    browser: Any, token_server: str
+) -> None:
+    with open_page(browser, token_server, 1280, 900) as page:
+        asked: list[str] = []
+        page.on(
+            "request",
+            lambda r: (
+                r.url.endswith("/api/v1/pipelines")
+                and asked.append(r.headers.get("authorization", ""))
+            ),
+        )
+        page.goto("/")
+        expect(page.get_by_role("heading", name=ASKED)).to_be_visible()
+        page.get_by_label("API token").fill("not-the-token")
+        page.get_by_role("button", name="Use this token").click()
+        expect(page.get_by_role("alert")).to_contain_text("not this server's")
+        expect(page.get_by_role("heading", name=ASKED)).to_be_visible()
+        page.get_by_label("API token").fill(TOKEN)
+        page.get_by_label("API token").press("Enter")
+        expect(page.get_by_text("No pipelines yet.")).to_be_visible()
+        shot(page, "login-pipelines")
+        # Kept for the tab: other pages and a reload ask no more.
+        nav = page.get_by_role("navigation", name="main")
+        nav.get_by_role("link", name="New pipeline").click()
+        nav.get_by_role("link", name="Pipelines").click()
+        expect(page.get_by_text("No pipelines yet.")).to_be_visible()
+        page.reload()
+        expect(page.get_by_text("No pipelines yet.")).to_be_visible()
+        expect(page.get_by_role("heading", name=ASKED)).to_have_count(0)
+        assert asked and asked[-1] == f"Bearer {TOKEN}"
+        # A token that stops being right (the server restarted with another) is asked again.
+        page.evaluate("sessionStorage.setItem('streamsift.token', 'stale')")
+        page.reload()
+        expect(page.get_by_role("heading", name=ASKED)).to_be_visible()
+        expect(page.get_by_role("alert")).to_contain_text("not this server's")
+
+
+def test_docs_open_from_the_ui_with_its_token(browser: Any, token_server: str) -> None:
+    with open_page(browser, token_server, 1280, 900) as page:
+        page.goto("/")
+        page.get_by_label("API token").fill(TOKEN)
+        page.get_by_role("button", name="Use this token").click()
+        expect(page.get_by_text("No pipelines yet.")).to_be_visible()
+        page.get_by_role("navigation", name="main").get_by_role("link", name="API").click()
+        page.wait_for_url("**/docs")
+        expect(page.locator(".swagger-ui .title")).to_contain_text("streamsift")
+        expect(
+            page.locator(".opblock-summary-path", has_text="/api/v1/pipelines").first
+        ).to_be_visible()
+        # Authorized with the UI's token: the lock is closed; Try it out gets the list.
+        expect(page.locator(".btn.authorize.locked")).to_be_visible()
+        operation = page.locator("#operations-pipelines-list_pipelines_api_v1_pipelines_get")
+        expect(operation).to_have_count(1)
+        operation.locator(".opblock-summary").click()
+        operation.get_by_role("button", name="Try it out").click()
+        operation.get_by_role("button", name="Execute").click()
+        status = operation.locator(".live-responses-table .response .response-col_status")
+        expect(status.first).to_have_text("200")
+        shot(page, "login-docs")
+
+
+def test_docs_load_in_a_fresh_browser_without_a_token(browser: Any, token_server: str) -> None:
+    with open_page(browser, token_server, 1280, 900) as page:
+        page.goto("/docs")
+        expect(page.locator(".swagger-ui .title")).to_contain_text("streamsift")
+        expect(page.locator(".btn.authorize")).to_be_visible()
+        expect(page.locator(".btn.authorize.locked")).to_have_count(0)
+    assert httpx.get(f"{token_server}/api/v1/pipelines").status_code == 401
+
+
+def test_the_token_form_is_labelled(browser: Any, token_server: str) -> None:
+    with open_page(browser, token_server, 390, 844) as page:
+        page.goto("/")
+        field = page.get_by_label("API token")
+        expect(field).to_be_focused()
+        expect(field).to_have_attribute("type", "password")
