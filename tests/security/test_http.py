@@ -384,3 +384,15 @@ def test_python_m_serve_help_names_the_flags() -> None:
         timeout=60,
     ).stdout
     assert "--no-token" in shown and "--allowed-host" in shown
+
+
+def test_an_allowed_host_that_is_no_host_name_is_refused_at_start(tmp_path: Path) -> None:
+    for bad in ("http://proxy.example/", "evil/x", "a..b"):
+        ended = subprocess.run(
+            [sys.executable, "-m", "streamsift.cli.main", "serve", "--port", "0"]
+            + ["--data-dir", str(tmp_path / "data"), "--no-otlp", "--allowed-host", bad],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert ended.returncode == 2 and "--allowed-host" in ended.stderr, ended.stderr

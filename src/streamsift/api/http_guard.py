@@ -27,6 +27,7 @@ Plain ASGI like middleware.py: nothing reads the body here, refusals are the one
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -42,6 +43,8 @@ YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "
 JSON_TYPE = "application/json"
 # Routes a probe calls by whatever name it has for the server (a pod's IP): no data there.
 HEALTH_PATHS = frozenset({"/healthz", "/readyz", "/api/v1/healthz"})
+# A DNS name or IPv4 address, or (from brackets) an IPv6 address.
+_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*|[0-9a-f:.]*:[0-9a-f:.]*")
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 API_CSP = "default-src 'none'; frame-ancestors 'none'"
 SECURITY_HEADERS = (
@@ -78,7 +81,7 @@ def split_host(value: str) -> tuple[str, int | None] | None:
     if port and not (port.isdigit() and int(port) <= 65535):
         return None
     name = name.rstrip(".")
-    if not name:
+    if not _NAME.fullmatch(name):
         return None
     return name, int(port) if port else None
 

@@ -137,6 +137,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ):
         if not 0 <= value <= 65535:
             return fail(f"{flag} must be 0..65535, not {value}", code=2)
+    from streamsift.api.http_guard import split_host
+
+    for name in args.allowed_host:
+        if name.strip() != "*" and split_host(name) is None:
+            return fail(f"--allowed-host takes a host name (or *), not {name!r}", code=2)
     if token is None and not args.no_token and not is_loopback(args.host):
         return fail(
             f"refusing to serve on {args.host} without a token: anyone who reaches the port "
