@@ -9,6 +9,10 @@
   error codes GlassFlow's SDK maps to its exceptions.
 - `transformation_type`, `dlq_state`, `dead_letter_message`: list, DLQ state and DLQ messages
   in GlassFlow's shapes.
+- `check_texts`: caps on the free text a GlassFlow body carries and the server keeps (the
+  display name, `metadata` and its tags): MAX_NAME characters for a name, MAX_TAGS tags of
+  MAX_TAG characters, MAX_METADATA_TEXT for any other text under `metadata`; past a cap is a
+  422 naming the field.
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ MASK = "***"
 SECRET_KEYS = frozenset(
     {"password", "api_secret", "client_key", "kerberos_keytab", "tls_key", "root_ca_key"}
 )
+# Caps on free text (check_texts).
+MAX_NAME = 256
+MAX_TAG = 256
+MAX_TAGS = 64
+MAX_METADATA_TEXT = 1024
 # States a pipeline passes through on its way somewhere (GlassFlow: "in transition").
 IN_TRANSITION = frozenset({"Created", "Stopping", "Resuming", "Terminating"})
 
@@ -100,6 +109,44 @@ def _status_code(current: str, action: str) -> str:
     if current in IN_TRANSITION:
         return "PIPELINE_IN_TRANSITION"
     return "INVALID_STATUS_TRANSITION"
+
+
+def check_texts(doc: dict[str, Any]) -> None:
+    """422 naming the field when a GlassFlow body's free text is past its cap."""
+    name = doc.get("name")
+    if isinstance(name, str) and len(name) > MAX_NAME:
+        _too_long("name", MAX_NAME, len(name))
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict):
+        return
+    tags = metadata.get("tags")
+    if isinstance(tags, list) and len(tags) > MAX_TAGS:
+        raise GlassFlowStatusError(
+            422,
+            "unprocessable_entity",
+            f"metadata.tags: at most {MAX_TAGS} tags (got {len(tags)})",
+            {"field": "metadata.tags", "limit": MAX_TAGS},
+        )
+    stack: list[tuple[str, Any]] = [("metadata", metadata)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{k}", v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, str):
+            limit = MAX_TAG if path.startswith("metadata.tags[") else MAX_METADATA_TEXT
+            if len(value) > limit:
+                _too_long(path, limit, len(value))
+
+
+def _too_long(field: str, limit: int, length: int) -> None:
+    raise GlassFlowStatusError(
+        422,
+        "unprocessable_entity",
+        f"{field}: at most {limit} characters (got {length})",
+        {"field": field, "limit": limit},
+    )
 
 
 def normalize_v3(doc: dict[str, Any]) -> dict[str, Any]:

@@ -36,11 +36,11 @@ def _check_window(v: timedelta) -> timedelta:
 
 # A dedup or join window: a positive duration of at most 7 days (GlassFlow's limit).
 Window = Annotated[Duration, AfterValidator(_check_window)]
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 # Kafka's own rule for topic names (kafka.common.internals.Topic).
-TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+TOPIC_NAME = re.compile(r"\A[A-Za-z0-9._-]+\Z")
 MAX_TOPIC_LENGTH = 249
-FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*$")
+FIELD_PATH = re.compile(r"\A[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*\Z")
 
 
 class ConfigModel(BaseModel):

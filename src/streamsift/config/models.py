@@ -88,7 +88,7 @@ __all__ = [
 
 
 # Spark's master URLs (local, standalone, Kubernetes, YARN); Spark itself checks the rest.
-MASTER_URL = re.compile(r"^(local(\[(\d+|\*)(,\d+)?\])?|spark://\S+|k8s://\S+|yarn)$")
+MASTER_URL = re.compile(r"\A(local(\[(\d+|\*)(,\d+)?\])?|spark://\S+|k8s://\S+|yarn)\Z")
 
 
 class StateStore(str, Enum):
@@ -183,7 +183,7 @@ class Pipeline(ConfigModel):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,99}$", v):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,99}", v):
             raise ValueError(
                 f"{shorten(v)} is not a pipeline name: letters, digits, _ and -, at most 100"
             )

@@ -29,7 +29,7 @@ from streamsift.config.types import (
 # ---------------------------------------------------------------------------- sink
 
 # A column name: plain, or the dotted name of a Nested column's array (`Events.Timestamp`).
-COLUMN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+COLUMN_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 
 
 class ColumnMapping(ConfigModel):

@@ -98,7 +98,7 @@ class Transform(ConfigModel):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", v):
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", v):
             raise ValueError(
                 f"{shorten(v)} is not a field name: start with a letter; letters, digits and _"
             )

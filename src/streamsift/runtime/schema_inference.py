@@ -20,7 +20,7 @@ from streamsift.transforms.parse import ValueTypeError, parse_timestamp
 from streamsift.transforms.schema_drift import kind_of
 
 MAX_EXAMPLES = 3
-_SEGMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_SEGMENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_\-]*\Z")
 # Unix times between 2001-09-09 and 2096-10-02, in seconds or in milliseconds.
 EPOCH_SECONDS = (1_000_000_000, 4_000_000_000)
 EPOCH_MILLIS = (1_000_000_000_000, 4_000_000_000_000)

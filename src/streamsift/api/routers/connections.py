@@ -1,11 +1,21 @@
-"""Connection probes for the UI: reach a Kafka cluster or a ClickHouse, list what is there."""
+"""Connection probes for the UI: reach a Kafka cluster or a ClickHouse, list what is there.
+
+Every route here (and the sampling and inference routes, routers/schemas.py) first checks its
+destination against the server's `--allow-connect` list (runtime/destinations.py): a host
+outside it is refused with 403 before any connection is made. Failures are said by kind
+(refused, timed out, TLS, not a ClickHouse, authentication): what a peer answered is never
+echoed (runtime/probes.py).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from streamsift.api.deps import SettingsDep
+from streamsift.api.errors import BadRequest
 from streamsift.api.models import (
     ClickHouseColumnsRequest,
     ClickHouseTestResult,
@@ -14,14 +24,50 @@ from streamsift.api.models import (
     KafkaTestResult,
     TopicModel,
 )
-from streamsift.config.models import ClickHouseConnection
-from streamsift.runtime import probes
+from streamsift.api.settings import ServiceSettings
+from streamsift.config.models import ClickHouseConnection, KafkaSecurity
+from streamsift.runtime import destinations, probes
 
 router = APIRouter(prefix="/api/v1/connections", tags=["connections"])
 
 
+async def require_allowed(settings: ServiceSettings, field: str, hosts: Iterable[str]) -> None:
+    """403 naming `field` when a host is outside the server's `--allow-connect` list (names
+    are resolved off the event loop)."""
+    if not settings.allow_connect:
+        return
+    host = await run_in_threadpool(destinations.refused, settings.allow_connect, list(hosts))
+    if host is not None:
+        raise BadRequest(
+            f"{field}: {host or '(no host)'} is outside this server's --allow-connect list: "
+            "the connection helpers may not connect there",
+            status=403,
+        )
+
+
+async def require_kafka_allowed(
+    settings: ServiceSettings, bootstrap_servers: str, security: KafkaSecurity
+) -> None:
+    """The brokers, and the OIDC token endpoint librdkafka fetches a token from."""
+    await require_allowed(
+        settings, "bootstrap_servers", destinations.kafka_hosts(bootstrap_servers)
+    )
+    oauth = getattr(security, "oauthbearer", None)
+    url = getattr(oauth, "token_endpoint_url", None)
+    if url:
+        await require_allowed(
+            settings, "security.oauthbearer.token_endpoint_url", [destinations.url_host(url)]
+        )
+
+
+async def require_clickhouse_allowed(settings: ServiceSettings, conn: ClickHouseConnection) -> None:
+    if not conn.embedded:  # an embedded ClickHouse is a local directory: no connection
+        await require_allowed(settings, "host", [conn.host or ""])
+
+
 @router.post("/kafka/test", summary="reach a Kafka cluster; list its brokers and topics")
 async def kafka_test(body: KafkaConnection, settings: SettingsDep) -> KafkaTestResult:
+    await require_kafka_allowed(settings, body.bootstrap_servers, body.security)
     md = await run_in_threadpool(
         probes.kafka_metadata, body.bootstrap_servers, body.security, settings.probe_timeout_s
     )
@@ -34,6 +80,7 @@ async def kafka_test(body: KafkaConnection, settings: SettingsDep) -> KafkaTestR
 @router.post("/kafka/topics", summary="the topics of a Kafka cluster, with their partitions")
 async def kafka_topics(body: KafkaConnection, settings: SettingsDep) -> list[TopicModel]:
     # A POST, like the test: the connection may hold a password, which has no place in a URL.
+    await require_kafka_allowed(settings, body.bootstrap_servers, body.security)
     md = await run_in_threadpool(
         probes.kafka_metadata, body.bootstrap_servers, body.security, settings.probe_timeout_s
     )
@@ -44,6 +91,7 @@ async def kafka_topics(body: KafkaConnection, settings: SettingsDep) -> list[Top
 async def clickhouse_test(
     body: ClickHouseConnection, settings: SettingsDep
 ) -> ClickHouseTestResult:
+    await require_clickhouse_allowed(settings, body)
     info = await run_in_threadpool(probes.clickhouse_info, body, settings.probe_timeout_s)
     return ClickHouseTestResult(
         version=info.version, database=info.database, tables=list(info.tables)
@@ -54,7 +102,9 @@ async def clickhouse_test(
 async def clickhouse_columns(
     body: ClickHouseColumnsRequest, settings: SettingsDep
 ) -> list[ColumnModel]:
+    conn = body.connection()
+    await require_clickhouse_allowed(settings, conn)
     columns = await run_in_threadpool(
-        probes.clickhouse_columns, body.connection(), body.table, settings.probe_timeout_s
+        probes.clickhouse_columns, conn, body.table, settings.probe_timeout_s
     )
     return [ColumnModel(name=c.name, type=c.type) for c in columns]

@@ -25,6 +25,7 @@ from streamsift.api.glassflow_shapes import (
     EMPTY_DLQ_STATE,
     GlassFlowStatusError,
     Originals,
+    check_texts,
     dead_letter_message,
     dlq_state,
     glassflow_errors,
@@ -86,6 +87,7 @@ def platform() -> dict[str, str]:
 
 def _import_v3(doc: dict[str, Any], action: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the v3 body as GlassFlow reads it, our document); GlassFlow's 422 for v1/v2."""
+    check_texts(doc)
     with glassflow_errors(action):
         version = glassflow_version(doc)
         if version != "v3":
@@ -184,12 +186,13 @@ def get_pipeline(
 
 @router.patch("/{pipeline_id}", summary="rename a pipeline (its display name)")
 def rename(service: ServiceDep, pipeline_id: str, body: GlassFlowBody) -> Response:
-    record = service.get(pipeline_id)
     name = body.get("name")
     if not isinstance(name, str) or not name.strip():
         raise GlassFlowStatusError(
             422, "unprocessable_entity", "name: a non-empty string is required", {}
         )
+    check_texts({"name": name.strip()})
+    record = service.get(pipeline_id)
     _originals(service).rename(record, name.strip())
     return _empty()
 
@@ -265,6 +268,7 @@ def health(service: ServiceDep, pipeline_id: str) -> dict[str, Any]:
 
 @router.post("/migrate-preview", summary="GlassFlow v1/v2 JSON as v3 (creates nothing)")
 def migrate_preview(body: GlassFlowBody) -> dict[str, Any]:
+    check_texts(body)
     with glassflow_errors("migration"):
         result = import_glassflow(glassflow_with_registry_fields(body))
         pipeline = parse_pipeline(result.document)

@@ -1,4 +1,8 @@
-"""Sample a topic's messages and infer a pipeline schema from them."""
+"""Sample a topic's messages and infer a pipeline schema from them.
+
+A topic is read only at a destination the server's `--allow-connect` list allows (403
+otherwise, before any connection: routers/connections.py); samples given inline need none.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from streamsift.api.deps import SettingsDep
 from streamsift.api.models import InferRequest, InferResult, SampleRequest, SampleResult
+from streamsift.api.routers.connections import require_kafka_allowed
 from streamsift.runtime import probes
 from streamsift.runtime.schema_inference import InferredSchema, infer_schema
 
@@ -18,6 +23,7 @@ router = APIRouter(prefix="/api/v1/schemas", tags=["schemas"])
 
 @router.post("/sample", summary="up to `count` messages from the start of a topic")
 async def sample(body: SampleRequest, settings: SettingsDep) -> SampleResult:
+    await require_kafka_allowed(settings, body.bootstrap_servers, body.security)
     messages = await run_in_threadpool(
         probes.sample_messages,
         body.bootstrap_servers,
@@ -38,6 +44,7 @@ async def infer(body: InferRequest, settings: SettingsDep) -> InferResult:
         samples = body.samples
     else:
         assert body.topic is not None and body.bootstrap_servers is not None
+        await require_kafka_allowed(settings, body.bootstrap_servers, body.security)
         messages = await run_in_threadpool(
             probes.sample_messages,
             body.bootstrap_servers,

@@ -13,7 +13,7 @@ from streamsift.config.models import MAX_DEDUP_WINDOW
 
 # expr-lang's map of fields, GlassFlow's composite key: {"trace_id":trace_id,"span_id":span_id}
 _ENTRY = r'\s*"([A-Za-z_][\w.]*)"\s*:\s*([A-Za-z_][\w.]*)\s*'
-_COMPOSITE = re.compile(rf"^\s*\{{{_ENTRY}(,{_ENTRY})*\}}\s*$")
+_COMPOSITE = re.compile(rf"\A\s*\{{{_ENTRY}(,{_ENTRY})*\}}\s*\Z")
 
 
 def composite_key(key: str) -> list[str] | None:

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from streamsift.config.types import FIELD_TYPE_ALIASES, CHType, FieldType, parse_clickhouse_type
 
-_GO_DURATION = re.compile(r"^[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$")
+_GO_DURATION = re.compile(r"\A[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+\Z")
 _GO_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _GO_DAYS = re.compile(r"(?<![\d.])(\d+)d")
 _GO_UNIT_SECONDS = {
