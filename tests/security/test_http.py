@@ -316,30 +316,50 @@ class TokenProxy:
         self.ready.set()
         self.loop.run_forever()
         server.close()
+        # Connections still open (keep-alive) end here, inside the loop, before it closes.
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+        self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.close()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        async with httpx.AsyncClient(base_url=self.upstream, timeout=60) as upstream:
-            while head := await reader.readuntil(b"\r\n\r\n"):
-                lines = head.decode("latin-1").split("\r\n")
-                method, target, _ = lines[0].split(" ", 2)
-                headers = dict(line.split(": ", 1) for line in lines[1:] if line)
-                headers = {k.lower(): v for k, v in headers.items()}
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
-                headers.pop("host", None)
-                headers["authorization"] = f"Bearer {self.token}"
-                answer = await upstream.request(method, target, headers=headers, content=body)
-                out = [f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}"]
-                out += [
-                    f"{k}: {v}"
-                    for k, v in answer.headers.items()
-                    if k not in ("content-length", "transfer-encoding", "content-encoding")
-                ]
-                out.append(f"content-length: {len(answer.content)}")
-                writer.write(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + answer.content)
-                await writer.drain()
-                if reader.at_eof():
-                    break
-        writer.close()
+        try:
+            async with httpx.AsyncClient(base_url=self.upstream, timeout=60) as upstream:
+                await self._forward(reader, writer, upstream)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client closed its connection
+        finally:
+            writer.close()
+
+    async def _forward(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        upstream: httpx.AsyncClient,
+    ) -> None:
+        """Forward each request on one connection, with the token added."""
+        while head := await reader.readuntil(b"\r\n\r\n"):
+            lines = head.decode("latin-1").split("\r\n")
+            method, target, _ = lines[0].split(" ", 2)
+            headers = dict(line.split(": ", 1) for line in lines[1:] if line)
+            headers = {k.lower(): v for k, v in headers.items()}
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            # Host goes on as the client sent it, so the server's Host check still applies
+            # behind the proxy (nginx: proxy_set_header Host $host).
+            headers["authorization"] = f"Bearer {self.token}"
+            answer = await upstream.request(method, target, headers=headers, content=body)
+            out = [f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}"]
+            out += [
+                f"{k}: {v}"
+                for k, v in answer.headers.items()
+                if k not in ("content-length", "transfer-encoding", "content-encoding")
+            ]
+            out.append(f"content-length: {len(answer.content)}")
+            writer.write(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + answer.content)
+            await writer.drain()
+            if reader.at_eof():
+                break
 
 
 @pytest.fixture(scope="module")
@@ -374,6 +394,11 @@ def test_glassflow_sdk_through_a_proxy_that_adds_the_token(
     v3 = client.migrate_pipeline_v2_to_v3(v2)
     assert v3.pipeline_id == v2["pipeline_id"]
     assert client.list_pipelines() == []
+    # Behind the proxy, a page on a rebound name and another site's page still get nothing.
+    rebound = httpx.get(f"{token_proxy.url}/api/v1/pipeline", headers={"Host": "evil.example"})
+    assert rebound.status_code == 400
+    cross = httpx.post(f"{token_proxy.url}/api/v1/pipeline/x/stop", headers={"Origin": EVIL})
+    assert cross.status_code == 403
 
 
 def test_python_m_serve_help_names_the_flags() -> None:

@@ -19,7 +19,8 @@ Body type  a request body must be `application/json` (or `*/*+json`) or YAML
            are the types a browser cannot send cross-site without asking first (CORS
            preflight, which this server never grants). Bodyless requests need no type.
 Headers    every answer carries `X-Content-Type-Options: nosniff`, `X-Frame-Options: DENY`,
-           `Referrer-Policy: no-referrer` and, unless the route set its own (the UI, /docs),
+           `Referrer-Policy: same-origin` (not no-referrer: with it a browser may send a
+           same-origin POST with `Origin: null`) and, unless the route set its own (the UI, /docs),
            `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'`.
 
 Plain ASGI like middleware.py: nothing reads the body here, refusals are the one error shape.
@@ -50,7 +51,7 @@ API_CSP = "default-src 'none'; frame-ancestors 'none'"
 SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
 )
 
 

@@ -6,7 +6,10 @@ loopback (Swagger UI's files are served by the server itself)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.util import find_spec
 from typing import Any
 
 import httpx
@@ -22,6 +25,14 @@ expect = pytest.importorskip("playwright.sync_api").expect
 
 TOKEN = "ui-login-token-7Qx4"
 ASKED = "This server needs a token"
+
+
+@pytest.fixture(scope="module")
+def local_swagger() -> None:
+    """Swagger UI's files from the swagger-ui-bundle-v2 package: without it /docs loads them
+    from a CDN, which these tests (nothing leaves loopback) would count as a failure."""
+    if find_spec("swagger_ui_bundle") is None:
+        pytest.fail("/docs needs the swagger-ui-bundle-v2 package here: pip install it")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +80,9 @@ def test_the_ui_asks_for_the_token_once_and_keeps_it_for_the_tab(
         expect(page.get_by_role("alert")).to_contain_text("not this server's")
 
 
-def test_docs_open_from_the_ui_with_its_token(browser: Any, token_server: str) -> None:
+def test_docs_open_from_the_ui_with_its_token(
+    browser: Any, token_server: str, local_swagger: None
+) -> None:
     with open_page(browser, token_server, 1280, 900) as page:
         page.goto("/")
         page.get_by_label("API token").fill(TOKEN)
@@ -93,7 +106,9 @@ def test_docs_open_from_the_ui_with_its_token(browser: Any, token_server: str) -
         shot(page, "login-docs")
 
 
-def test_docs_load_in_a_fresh_browser_without_a_token(browser: Any, token_server: str) -> None:
+def test_docs_load_in_a_fresh_browser_without_a_token(
+    browser: Any, token_server: str, local_swagger: None
+) -> None:
     with open_page(browser, token_server, 1280, 900) as page:
         page.goto("/docs")
         expect(page.locator(".swagger-ui .title")).to_contain_text("streamsift")
@@ -108,3 +123,66 @@ def test_the_token_form_is_labelled(browser: Any, token_server: str) -> None:
         field = page.get_by_label("API token")
         expect(field).to_be_focused()
         expect(field).to_have_attribute("type", "password")
+
+
+class AttackPage(BaseHTTPRequestHandler):
+    """Another site's page, on another loopback port: a page and nothing else."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = b"<!doctype html><title>another site</title><p>hello</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def attack_site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), AttackPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_of_another_origin_cannot_change_anything(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory, attack_site: str
+) -> None:
+    """The attack of finding 5 in a real browser: a page of another site (another loopback
+    port) posts a pipeline document as text/plain, and with no type at all, in `no-cors`
+    mode (no preflight), and asks for a stop. Nothing is created; the server's own page
+    still may."""
+    data = tmp_path_factory.mktemp("ui-cross") / "data"
+    with ServerThread(create_app(ServiceSettings(data_dir=data))) as server:
+        with open_page(browser, attack_site, 1280, 900) as page:
+            page.goto("/")
+            doc = '{"version": 1, "name": "cross-site", "source": {}, "sink": {}}'
+            target = f"{server.url}/api/v1/pipelines"
+            refused: list[int] = []
+            page.on(
+                "response",
+                lambda r: r.url.startswith(server.url) and refused.append(r.status),
+            )
+            for headers in ("{'Content-Type': 'text/plain'}", "{}"):
+                page.evaluate(
+                    f"""async () => {{
+                      await fetch({target!r}, {{method: 'POST', mode: 'no-cors',
+                        headers: {headers}, body: {doc!r}}});
+                      await fetch({target!r} + '/nope/stop', {{method: 'POST', mode: 'no-cors'}});
+                    }}"""
+                )
+            assert refused == [403, 403, 403, 403]
+        with open_page(browser, server.url, 1280, 900) as page:
+            page.goto("/")
+            own = page.evaluate(
+                "async () => (await fetch('/api/v1/pipelines/nope/stop', {method: 'POST'})).status"
+            )
+            assert own == 404
+        assert httpx.get(f"{server.url}/api/v1/pipelines").json() == []
