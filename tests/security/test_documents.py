@@ -297,3 +297,29 @@ def test_a_registered_provider_is_named_by_its_name(
     assert "not a token provider this server knows" in refused(
         server, doc, "source.security.oauthbearer.token_provider"
     )
+
+
+def test_the_probe_routes_name_no_path_outside_the_data_dir(
+    open_server: Serve, tmp_path: Path
+) -> None:
+    target = tmp_path / "made-by-a-probe"
+    with httpx.Client(base_url=open_server.url, timeout=60) as http:
+        for route in (
+            "/api/v1/connections/clickhouse/test",
+            "/api/v1/connections/clickhouse/columns",
+        ):
+            body: dict[str, Any] = {"path": str(target)}
+            if route.endswith("columns"):
+                body["table"] = "events"
+            assert "path:" in problems(http.post(route, json=body))
+        kerberos = {
+            "protocol": "SASL_PLAINTEXT",
+            "mechanism": "GSSAPI",
+            "kerberos": {"principal": "svc@EXAMPLE", "keytab": "/etc/krb5.keytab"},
+        }
+        for route in ("/api/v1/connections/kafka/test", "/api/v1/connections/kafka/topics"):
+            answer = http.post(
+                route, json={"bootstrap_servers": "127.0.0.1:9", "security": kerberos}
+            )
+            assert "security.kerberos.keytab" in problems(answer)
+    assert not target.exists()

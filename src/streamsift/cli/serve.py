@@ -137,6 +137,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ):
         if not 0 <= value <= 65535:
             return fail(f"{flag} must be 0..65535, not {value}", code=2)
+    for entry in args.token_provider:
+        name, _, target = entry.partition("=")
+        if not name.strip() or target.count(":") != 1:
+            return fail(f"--token-provider takes NAME=MODULE:FUNCTION, not {entry!r}", code=2)
+    from streamsift.runtime.document_policy import serve_registered_providers_only
+
+    serve_registered_providers_only(args.token_provider)
     from streamsift.api.http_guard import split_host
 
     for name in args.allowed_host:
@@ -177,7 +184,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.demo:
             from streamsift.cli.serve_demo import demo_backdrop
 
-            with demo_backdrop(settings.data_dir) as (service, what):
+            with demo_backdrop(settings.data_dir, settings.document_policy()) as (service, what):
                 print(what, file=sys.stderr, flush=True)
                 _serve(create_app(settings, service), sock, settings, args.verbose)
         else:

@@ -26,6 +26,7 @@ from confluent_kafka import Producer
 from streamsift.embedded.broker import Broker
 from streamsift.errors import NotFoundError, StreamsiftError
 from streamsift.runtime.lifecycle import State
+from streamsift.runtime.document_policy import DocumentPolicy
 from streamsift.runtime.service import PipelineService
 
 DEMO_PIPELINE = "demo-dedup"
@@ -127,15 +128,17 @@ def _replace_pipeline(service: PipelineService, doc: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def demo_backdrop(data_dir: Path) -> Iterator[tuple[PipelineService, str]]:
-    """The broker, the generator and the running demo pipeline; the service (for the app)
-    and a line saying what runs."""
+def demo_backdrop(
+    data_dir: Path, policy: DocumentPolicy | None = None
+) -> Iterator[tuple[PipelineService, str]]:
+    """The broker, the generator and the running demo pipeline; the service (for the app,
+    judging documents by the server's `policy`) and a line saying what runs."""
     data_dir.mkdir(parents=True, exist_ok=True)
     with Broker(log_path=data_dir / "demo-broker.log") as broker:
         broker.create_topic(DEMO_TOPIC, partitions=3)
         events = DemoEvents(broker.bootstrap_servers)
         events.start()
-        service = PipelineService(data_dir)
+        service = PipelineService(data_dir, policy=policy)
         try:
             service.start()
             _replace_pipeline(service, demo_document(broker.bootstrap_servers, data_dir))

@@ -141,6 +141,12 @@ class DocumentPolicy:
         if problems:
             raise ConfigError(problems)
 
+    def check_path(self, field: str, path: Path) -> None:
+        """A ConfigError naming `field` unless `path` lies in a root (see `inside`)."""
+        problems = list(self._path(field, path))
+        if problems:
+            raise ConfigError(problems)
+
     def spark_key_allowed(self, key: str) -> bool:
         if any(fnmatch.fnmatchcase(key, pattern) for pattern in self.allow_spark_conf):
             return True

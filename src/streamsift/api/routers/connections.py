@@ -48,7 +48,10 @@ async def require_allowed(settings: ServiceSettings, field: str, hosts: Iterable
 async def require_kafka_allowed(
     settings: ServiceSettings, bootstrap_servers: str, security: KafkaSecurity
 ) -> None:
-    """The brokers, and the OIDC token endpoint librdkafka fetches a token from."""
+    """The security block as a document's (no file outside the data dir, no token provider
+    by module: runtime/document_policy.py), then the brokers, and the OIDC token endpoint
+    librdkafka fetches a token from."""
+    settings.document_policy().check_security(security, "security")
     await require_allowed(
         settings, "bootstrap_servers", destinations.kafka_hosts(bootstrap_servers)
     )
@@ -61,7 +64,10 @@ async def require_kafka_allowed(
 
 
 async def require_clickhouse_allowed(settings: ServiceSettings, conn: ClickHouseConnection) -> None:
-    if not conn.embedded:  # an embedded ClickHouse is a local directory: no connection
+    if conn.embedded:  # a local directory: no connection, but inside the data dir
+        assert conn.path is not None
+        settings.document_policy().check_path("path", conn.path)
+    else:
         await require_allowed(settings, "host", [conn.host or ""])
 
 
