@@ -25,8 +25,8 @@ from confluent_kafka import Producer
 
 from streamsift.embedded.broker import Broker
 from streamsift.errors import NotFoundError, StreamsiftError
-from streamsift.runtime.lifecycle import State
 from streamsift.runtime.document_policy import DocumentPolicy
+from streamsift.runtime.lifecycle import State
 from streamsift.runtime.service import PipelineService
 
 DEMO_PIPELINE = "demo-dedup"
