@@ -71,7 +71,10 @@ def test_root_says_so_when_the_ui_was_not_built(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ui_router, "static_dir", lambda: tmp_path / "static")
-    client = TestClient(create_app(ServiceSettings(data_dir=tmp_path / "data")))
+    # a Host this server answers to (TestClient's default, testserver, is refused)
+    client = TestClient(
+        create_app(ServiceSettings(data_dir=tmp_path / "data")), base_url="http://127.0.0.1"
+    )
     answer = client.get("/")
     assert answer.status_code == 503
     assert answer.headers["content-type"].startswith("text/html")
