@@ -567,3 +567,33 @@ def test_native_delete_removes_the_glassflow_copy(client: httpx.Client, open_ser
     assert not copy_file.exists()
     # a new pipeline of the same id does not inherit the old display name
     assert client.get("/api/v1/pipeline/gf-copy").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/v1/pipeline", "/api/v1/pipeline/migrate-preview"])
+@pytest.mark.parametrize("body", ["deep", "digits"])
+def test_glassflow_bodies_that_crashed_a_parser_are_4xx(
+    client: httpx.Client, path: str, body: str
+) -> None:
+    text = (
+        '{"version": "v3", "x": ' + deep_json(10_000, "array") + "}"
+        if body == "deep"
+        else '{"version": "v3", "x": ' + "9" * 5_000 + "}"
+    )
+    answer = client.post(path, content=text, headers={"Content-Type": "application/json"})
+    assert 400 <= answer.status_code < 500, answer.text
+
+
+def test_a_clickhouse_peer_that_accepts_and_stays_silent_is_a_bounded_503(
+    client: httpx.Client,
+) -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        started = time.monotonic()
+        answer = client.post(
+            "/api/v1/connections/clickhouse/test",
+            json={"host": "127.0.0.1", "port": silent.getsockname()[1]},
+        )
+    # the server's probe timeout (10 s by default) bounds each wait, not the sink's minutes
+    assert time.monotonic() - started < 40
+    assert "did not answer" in error_of(answer, 503)["message"]
