@@ -56,6 +56,8 @@ class SecretServer:
             def _answer(self) -> None:
                 outer.requests += 1
                 body = f"{SECRET} internal admin page {SECRET}\n".encode()
+                if content_type == "application/json":
+                    body = json.dumps({"error": SECRET, "detail": "internal admin page"}).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
@@ -430,7 +432,7 @@ def test_an_oauthbearer_provider_that_fails_is_no_500(
         assert "token" in text.lower() and "aws_msk_iam" in text, error
 
 
-@pytest.mark.parametrize("peer", ["closed", "secret"])
+@pytest.mark.parametrize("peer", ["closed", "secret", "secret-json-400", "secret-json-200"])
 def test_an_oidc_token_endpoint_that_fails_is_no_500_and_not_echoed(
     client: httpx.Client,
     listener: Listener,
@@ -441,8 +443,11 @@ def test_an_oidc_token_endpoint_that_fails_is_no_500_and_not_echoed(
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             url = f"http://127.0.0.1:{s.getsockname()[1]}/token"
-    else:
+    elif peer == "secret":
         url = f"http://127.0.0.1:{secret_server(200).port}/token"
+    else:  # librdkafka quotes a JSON answer of the token endpoint in its error
+        status = int(peer.rsplit("-", 1)[1])
+        url = f"http://127.0.0.1:{secret_server(status, 'application/json').port}/token"
     security = {
         "protocol": "SASL_PLAINTEXT",
         "mechanism": "OAUTHBEARER",

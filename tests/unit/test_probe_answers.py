@@ -97,3 +97,18 @@ def test_kafka_reason_drops_the_size_librdkafka_read_from_the_peer() -> None:
     )
     reason = _kafka_reason(text)
     assert "1414483781" not in reason and "not Kafka's" in reason
+
+
+@pytest.mark.parametrize(
+    ("tail", "kind"),
+    [
+        ('{"error":"SECRET","error_description":"internal page"}', "refused the client"),
+        ('Expected JSON response with "access_token" field', "no access_token"),
+        ("Failed to connect to 127.0.0.1:9 after 0 ms: Could not connect", "could not be reached"),
+    ],
+)
+def test_kafka_reason_does_not_quote_the_oidc_endpoint(tail: str, kind: str) -> None:
+    reason = _kafka_reason(f"sasl: Failed to acquire SASL OAUTHBEARER token: {tail}")
+    assert "SECRET" not in reason and "internal page" not in reason
+    assert reason.startswith("sasl: Failed to acquire SASL OAUTHBEARER token: ")
+    assert kind in reason

@@ -203,8 +203,28 @@ def _provider_failure(exc: Exception) -> str:
 _RESPONSE_SIZE = re.compile(r"Invalid response size -?\d+ \([^)]*\)(: increase [\w.]+)?")
 
 
+_OIDC_FAILURE = "Failed to acquire SASL OAUTHBEARER token"
+
+
 def _kafka_reason(text: str) -> str:
+    """librdkafka's words for a failure, without what a peer sent: the size it read from a
+    non-Kafka answer, and the OIDC token endpoint's answer (librdkafka quotes its body)."""
+    if _OIDC_FAILURE in text:
+        return f"{text.split(_OIDC_FAILURE, 1)[0]}{_OIDC_FAILURE}: {_oidc_kind(text)}"
     return _RESPONSE_SIZE.sub("an answer that is not Kafka's", text)
+
+
+def _oidc_kind(text: str) -> str:
+    lowered = text.lower()
+    if "connect" in lowered or "resolve" in lowered:
+        return "the token endpoint could not be reached"
+    if "timed out" in lowered or "timeout" in lowered:
+        return "the token endpoint did not answer in time"
+    if "access_token" in text:
+        return "the token endpoint's answer holds no access_token"
+    if "jwt" in lowered:
+        return "the token endpoint's access_token is not a JWT"
+    return "the token endpoint refused the client credentials or gave no usable token"
 
 
 def _no_answer(
