@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from streamsift.config.base import IDENTIFIER
 from streamsift.config.models import (
     ClickHouseConnection,
     KafkaSecurity,
@@ -146,6 +147,13 @@ class ClickHouseColumnsRequest(ClickHouseConnection):
     """A connection (as in `sink.clickhouse`) and the table whose columns to list."""
 
     table: str = Field(min_length=1)
+
+    @field_validator("table")
+    @classmethod
+    def _table(cls, v: str) -> str:
+        if not IDENTIFIER.fullmatch(v):
+            raise ValueError(f"{v[:100]!r} is not a plain table name (letters, digits, _)")
+        return v
 
     def connection(self) -> ClickHouseConnection:
         return ClickHouseConnection.model_validate(
