@@ -23,6 +23,7 @@ EVENT = {"user": {"id": 7}, "name": "Bob", "ts": "2026-01-02T03:04:05Z", "amount
         ("CAST(user.id AS STRING)", F.STRING, "7"),
         ("CASE WHEN amount > 1 THEN 'big' ELSE 'small' END", F.STRING, "big"),
         ("concat(name, '!')", F.STRING, "Bob!"),
+        ("hour(ts)", F.INT, 3),
     ],
 )
 def test_values_on_a_sample_event(expression: str, result_type: F | None, value: object) -> None:
@@ -65,8 +66,10 @@ def test_an_event_value_of_the_wrong_type_is_named() -> None:
 
 
 def test_functions_the_preview_lacks_are_reported_not_failed() -> None:
-    with pytest.raises(ExpressionProblem, match=r"cannot be previewed without Spark .*hour\(\)"):
-        evaluate("hour(ts)", FIELDS, EVENT, F.INT)
+    with pytest.raises(
+        ExpressionProblem, match=r"cannot be previewed without Spark .*date_format\(\)"
+    ):
+        evaluate("date_format(ts, 'yyyy')", FIELDS, EVENT, F.STRING)
 
 
 def test_check_lists_the_fields_read() -> None:

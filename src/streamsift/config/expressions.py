@@ -5,6 +5,13 @@ and checked here against the fields in scope: the SQL must parse, every column m
 field, every function must be a Spark built-in, and operand types must fit (no `name > 5`
 on a string field, no `AND` on numbers). What cannot be typed statically (an unfamiliar
 function's result) is let through as `any`; Spark itself re-checks when the query starts.
+
+Expressions come from documents and from the API, so their size and shape are bounded before
+anything recursive sees them: the text's length, the nesting of parentheses, brackets and CASE
+(counted on sqlglot's tokens, before its recursive-descent parser runs), runs of prefix
+operators, and the parsed tree's node count and depth (the checker below and the preview's
+interpreter recurse along the tree). An expression past a bound is an `ExpressionTooLarge`
+naming the bound; a parser recursion that slips past the token checks is reported the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +20,9 @@ from collections.abc import Mapping
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
 
 from streamsift.config.spark_functions import SPARK_FUNCTIONS
 from streamsift.config.types import FieldType
@@ -88,19 +97,82 @@ _SPARK_TYPE_KIND = {
 }
 
 
+# Bounds on an expression (see the module docstring).
+MAX_TEXT = 10_000  # characters
+MAX_NESTING = 24  # parentheses, brackets, braces and CASE, counted on tokens
+MAX_PREFIX_RUN = 16  # NOT / - / + / ~ in a row
+MAX_NODES = 2_000  # nodes of the parsed tree
+MAX_DEPTH = 200  # levels of the parsed tree (a chain `a OR b OR ...` is one level per operator)
+
+_OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE}
+_CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END}
+_PREFIX = {TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE}
+
+
 class ExpressionError(ValueError):
     """An expression that cannot run: bad SQL, an unknown field or function, a type mismatch."""
 
 
+class ExpressionTooLarge(ExpressionError):
+    """An expression past one of the bounds on its size or shape."""
+
+
+def _nested_too_deeply() -> ExpressionTooLarge:
+    return ExpressionTooLarge(
+        f"nested too deeply (at most {MAX_NESTING} levels of parentheses, function calls or "
+        f"CASE, {MAX_PREFIX_RUN} prefix operators in a row, and {MAX_DEPTH} operators in a chain)"
+    )
+
+
+def _check_tokens(text: str) -> None:
+    if len(text) > MAX_TEXT:
+        raise ExpressionTooLarge(f"too long ({len(text)} characters; at most {MAX_TEXT})")
+    depth = run = 0
+    for token in Spark().tokenize(text):
+        kind = token.token_type
+        depth += (kind in _OPEN) - (kind in _CLOSE)
+        run = run + 1 if kind in _PREFIX else 0
+        if depth > MAX_NESTING or run > MAX_PREFIX_RUN:
+            raise _nested_too_deeply()
+
+
+def _check_tree(tree: exp.Expression) -> None:
+    count, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise ExpressionTooLarge(f"too large (more than {MAX_NODES} parts)")
+        if depth > MAX_DEPTH:
+            raise _nested_too_deeply()
+        if isinstance(node, exp.Literal) and not node.is_string:
+            digits = sum(c.isdigit() for c in node.this.lower().split("e", 1)[0])
+            if digits > 38:
+                raise ExpressionError(
+                    f"the number {node.this[:20]}... has {digits} digits (Spark's limit is 38)"
+                )
+        stack.extend((child, depth + 1) for child in node.iter_expressions())
+
+
 def parse_expression(text: str) -> exp.Expression:
-    """Parse one Spark SQL row expression; refuse statements, subqueries and aggregates."""
+    """Parse one Spark SQL row expression; refuse statements, subqueries and aggregates, and
+    anything past the bounds on size and nesting."""
     if not isinstance(text, str) or not text.strip():
         raise ExpressionError("an expression is required")
     try:
+        _check_tokens(text)
         tree = sqlglot.parse_one(text, read="spark")
     except (ParseError, TokenError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExpressionError(f"not valid Spark SQL: {first}") from None
+        raise ExpressionError(f"not valid Spark SQL: {first[:300]}") from None
+    except RecursionError:
+        raise _nested_too_deeply() from None
+    except ExpressionError:
+        raise
+    except (ValueError, IndexError, KeyError, TypeError, AttributeError) as exc:
+        # sqlglot's builders of some functions fail on odd arguments (`map(1)`) this way
+        raise ExpressionError(f"not valid Spark SQL ({type(exc).__name__}: {exc})"[:300]) from None
+    _check_tree(tree)
     if isinstance(tree, (exp.Query, exp.Command, exp.DDL, exp.DML, exp.Alias)):
         raise ExpressionError("write one expression (no SELECT, statement or alias)")
     for node in tree.walk():
@@ -118,6 +190,14 @@ def parse_expression(text: str) -> exp.Expression:
         if isinstance(node, exp.Anonymous) and node.name.lower() not in SPARK_FUNCTIONS:
             raise ExpressionError(f"unknown function {node.name}()")
     return tree
+
+
+def is_field_path(node: exp.Expression) -> bool:
+    """Whether `node` names a field (`a`, `a.b.c`), not a field of some other value
+    (`upper(x).f`, or `v.f` of a lambda parameter `v`)."""
+    while isinstance(node, exp.Dot):
+        node = node.this
+    return isinstance(node, exp.Column)
 
 
 def column_name(node: exp.Column | exp.Dot) -> str:
@@ -148,7 +228,10 @@ def bare_boolean(node: exp.Expression) -> str | None:
 def check_expression(text: str, scope: Mapping[str, FieldType]) -> str:
     """Check `text` against the fields in `scope`; return the kind of value it produces."""
     tree = parse_expression(text)
-    return _Checker(scope).kind(tree)
+    try:
+        return _Checker(scope).kind(tree)
+    except RecursionError:  # the bounds on depth keep this from happening; a safety net
+        raise _nested_too_deeply() from None
 
 
 class _Checker:
@@ -156,10 +239,13 @@ class _Checker:
         self.scope = scope
 
     def kind(self, node: exp.Expression) -> str:  # noqa: C901 - one branch per node type
-        if isinstance(node, (exp.Column, exp.Dot)):
+        if isinstance(node, (exp.Column, exp.Dot)) and is_field_path(node):
             if bare_boolean(node):
                 return BOOL
             return KIND_OF_FIELD[self.scope[resolve(column_name(node), self.scope)]]
+        if isinstance(node, exp.Dot):  # a field of a struct value
+            self.kind(node.this)
+            return ANY
         if isinstance(node, exp.Paren):
             return self.kind(node.this)
         if isinstance(node, exp.Literal):
@@ -203,6 +289,8 @@ class _Checker:
                 self.expect(side, {STRING}, f"{node.key.upper()} needs text")
             return BOOL
         if isinstance(node, exp.DPipe):
+            for side in _arguments(node):
+                self.kind(side)
             return STRING
         if isinstance(node, _ARITHMETIC):
             return self.arithmetic(node)
@@ -259,8 +347,12 @@ class _Checker:
             results = [node.args.get("true"), node.args.get("false")]
         else:
             results = []
+            subject = node.this  # CASE x WHEN 1 THEN ...: each WHEN is compared with x
             for when in node.args.get("ifs") or []:
-                self.expect(when.this, {BOOL}, "CASE WHEN needs a true/false condition")
+                if subject is not None:
+                    self.comparable(node, subject, when.this)
+                else:
+                    self.expect(when.this, {BOOL}, "CASE WHEN needs a true/false condition")
                 results.append(when.args.get("true"))
             results.append(node.args.get("default"))
         kinds = [self.kind(r) for r in results if r is not None]

@@ -1,43 +1,54 @@
 """Check a filter or computed-field expression and preview its value on one sample event.
 
-Checking is the same as `streamsift validate` does (config/expressions.py). Pipelines evaluate
-expressions in Spark; starting a JVM for a preview would take seconds, so the preview runs the
-expression with sqlglot's pure-Python executor instead. Its results match Spark's for the
-common forms (comparisons, arithmetic, CASE/IF, string functions, CAST); a function the
-executor does not have is reported as not previewable (the expression is still valid).
-Differences from a running pipeline: there, a division by zero or a failed CAST sends the
-record to the DLQ; here it gives null, with a note.
+Checking is the same as `streamsift validate` does (config/expressions.py), with its bounds
+on size and nesting. Pipelines evaluate expressions in Spark; starting a JVM for a preview would
+take seconds, so the preview walks the parsed tree with an interpreter of our own
+(expression_eval.py): an allow-list of node types and functions, lambdas applied by binding
+their parameters as names, a budget of steps, time and value sizes, and no regular expressions
+run on request text. Nothing of the expression is ever compiled or run as Python (an earlier
+version used sqlglot's executor, which generates Python source from the SQL: a quoted name
+came out as code). Its results match Spark's for the common forms (comparisons, three-valued
+logic, arithmetic, CASE/IF/COALESCE, string, date, array and map functions, CAST, lambdas); a
+function or form the interpreter does not know is reported as not previewable (the expression
+is still valid). Differences from a running pipeline: there, a division by zero or a failed
+CAST sends the record to the DLQ; here it gives null, with a note.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from sqlglot import exp
-from sqlglot.errors import ExecuteError, SqlglotError
-from sqlglot.executor import execute
 
 from streamsift.config.expressions import (
     ANY,
     BOOL,
     NULL,
     ExpressionError,
+    ExpressionTooLarge,
     check_expression,
     column_name,
     fits,
+    is_field_path,
     parse_expression,
     resolve,
 )
 from streamsift.config.types import FieldType
 from streamsift.errors import ConfigurationError
+from streamsift.runtime.expression_eval import Budget, DeadLetter, Interpreter, NotPreviewable
 from streamsift.transforms.parse import ValueTypeError, convert_value
 
 
 class ExpressionProblem(ConfigurationError):
     """The expression (or the sample event given with it) cannot be checked or evaluated."""
+
+
+class ExpressionTooBig(ExpressionProblem):
+    """The expression is past a bound on its size or nesting (the API answers 422)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,8 @@ def check(
     try:
         kind = check_expression(text, fields)
         tree = parse_expression(text)
+    except ExpressionTooLarge as exc:
+        raise ExpressionTooBig(f"expression: {exc}") from None
     except ExpressionError as exc:
         raise ExpressionProblem(f"expression: {exc}") from None
     if result_type is None and kind not in (BOOL, NULL, ANY):
@@ -71,7 +84,10 @@ def check(
             f"expression: type mismatch: the expression gives {kind}, declared "
             f"{result_type.value} (convert it, e.g. CAST(... AS BIGINT))"
         )
-    used = {resolve(name, fields) for name in _names(tree)}
+    try:
+        used = {resolve(name, fields) for name in _names(tree)}
+    except ExpressionError as exc:
+        raise ExpressionProblem(f"expression: {exc}") from None
     return ExpressionCheck(kind, tuple(sorted(used)))
 
 
@@ -83,93 +99,49 @@ def evaluate(
 ) -> ExpressionValue:
     """Check `text`, then evaluate it on `event` (a JSON object; dot paths reach into it)."""
     checked = check(text, fields, result_type)
-    columns = {name: f"c{i}" for i, name in enumerate(fields)}
-    row = {columns[name]: _value_of(event, name, fields[name]) for name in fields}
-    tree = parse_expression(text).transform(
-        lambda node: (
-            _map_entry(node, fields, row, columns) or _column_for_executor(node, fields, columns)
-        )
-    )
-    tree = tree.transform(_spark_for_executor)
-    sql = exp.select(tree.as_("v")).from_("t").sql()
+    row = {name: _value_of(event, name, fields[name]) for name in fields}
+    tree = parse_expression(text)
+    interpreter = Interpreter(row, lambda name: resolve(name, fields), Budget())
     try:
-        value = execute(sql, tables={"t": [row]}).rows[0][0]
-    except ExecuteError as exc:
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, (ArithmeticError, ValueError, TypeError)):
-            # What Spark turns into a dead letter: the record would not reach the table.
-            note = f"{cause}: in a running pipeline this record goes to the DLQ"
-            return ExpressionValue(None, checked.kind, None, note)
+        value = interpreter.run(tree)
+    except DeadLetter as exc:
+        # What Spark turns into a dead letter: the record would not reach the table.
+        note = f"{exc}: in a running pipeline this record goes to the DLQ"
+        return ExpressionValue(None, checked.kind, None, note)
+    except NotPreviewable as exc:
         raise ExpressionProblem(
-            f"expression: cannot be previewed without Spark ({_executor_reason(exc)}); "
+            f"expression: cannot be previewed without Spark ({exc}); "
             "it is valid and runs in the pipeline"
         ) from None
-    except SqlglotError as exc:
-        raise ExpressionProblem(f"expression: evaluation failed: {exc}") from None
+    except ExpressionError as exc:
+        raise ExpressionProblem(f"expression: {exc}") from None
     note = None
-    if value is None and all(row.get(columns[f]) is not None for f in checked.fields):
+    if value is None and all(row.get(f) is not None for f in checked.fields):
         note = (
             "null although every field it reads has a value: in a running pipeline a failed "
             "operation (division by zero, a failed CAST) sends the record to the DLQ"
         )
-    passes = None if result_type is not None or value is None else bool(value)
+    if result_type is None and value is not None and not isinstance(value, bool):
+        raise ExpressionProblem(
+            "expression: cannot be previewed without Spark (a filter that gives "
+            f"{type(value).__name__}); it is valid and runs in the pipeline"
+        )
+    passes = None if result_type is not None or value is None else value
     return ExpressionValue(_json_ready(value), checked.kind, passes, note)
 
 
 def _names(tree: exp.Expression) -> list[str]:
     names = []
     for node in tree.walk():
-        if isinstance(node, (exp.Column, exp.Dot)) and not isinstance(node.parent, exp.Dot):
+        if (
+            isinstance(node, (exp.Column, exp.Dot))
+            and is_field_path(node)
+            and not isinstance(node.parent, exp.Dot)
+        ):
             name = column_name(node)
             if name.upper() not in ("TRUE", "FALSE"):
                 names.append(name)
     return names
-
-
-def _column_for_executor(
-    node: exp.Expression, fields: Mapping[str, FieldType], columns: Mapping[str, str]
-) -> exp.Expression:
-    """Field references (`user.id`) become the plain columns of the one-row table."""
-    if isinstance(node, (exp.Column, exp.Dot)) and not isinstance(node.parent, exp.Dot):
-        name = column_name(node)
-        if name.upper() in ("TRUE", "FALSE") and isinstance(node, exp.Column):
-            return exp.Boolean(this=name.upper() == "TRUE")
-        return exp.column(columns[resolve(name, fields)])
-    return node
-
-
-def _map_entry(
-    node: exp.Expression,
-    fields: Mapping[str, FieldType],
-    row: dict[str, Any],
-    columns: Mapping[str, str],
-) -> exp.Expression | None:
-    """`m['k']` / `try_element_at(m, 'k')` on a map field becomes a column of its own holding
-    that entry (null when the key is missing, as in Spark): the executor has no maps. None
-    for any other node."""
-    if not isinstance(node, exp.Bracket) or len(node.expressions) != 1:
-        return None
-    target, key = node.this, node.expressions[0]
-    if not isinstance(target, (exp.Column, exp.Dot)) or not (
-        isinstance(key, exp.Literal) and key.is_string
-    ):
-        return None
-    name = resolve(column_name(target), fields)
-    if fields[name] is not FieldType.MAP:
-        return None
-    entry = f"e{len(row)}"
-    row[entry] = dict(row[columns[name]] or ()).get(key.this)
-    return exp.column(entry)
-
-
-def _spark_for_executor(node: exp.Expression) -> exp.Expression:
-    """Spark's CAST (parsed as TRY_CAST) becomes a CAST, its `/` a plain division (sqlglot
-    writes Spark's null-on-zero division with NULLIF, which the executor lacks)."""
-    if isinstance(node, exp.TryCast):
-        return exp.Cast(this=node.this, to=node.to)
-    if isinstance(node, exp.Div) and node.args.get("safe"):
-        node.set("safe", False)
-    return node
 
 
 def _value_of(event: Mapping[str, Any], path: str, ftype: FieldType) -> Any:
@@ -183,20 +155,23 @@ def _value_of(event: Mapping[str, Any], path: str, ftype: FieldType) -> Any:
         converted = convert_value(value, ftype)
     except ValueTypeError as exc:
         raise ExpressionProblem(f"event.{path}: {exc}") from None
-    if isinstance(converted, datetime):
-        return converted.replace(tzinfo=None)  # the executor compares naive times (UTC)
+    if ftype is FieldType.MAP and isinstance(converted, list):  # Arrow's (key, value) pairs
+        return dict(converted)
+    if isinstance(converted, datetime) and converted.tzinfo is not None:
+        # the interpreter's times are naive UTC
+        return converted.astimezone(timezone.utc).replace(tzinfo=None)
     return converted
-
-
-def _executor_reason(exc: ExecuteError) -> str:
-    text = str(exc)
-    if "is not defined" in text:
-        name = text.split("name '", 1)[-1].split("'", 1)[0]
-        return f"the preview does not know {name.lower()}()"
-    return text.splitlines()[0][:200]
 
 
 def _json_ready(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
         return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # JSON has no NaN or infinity
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, list):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
     return value

@@ -1,9 +1,20 @@
-"""Check filter and computed-field expressions, and preview their value on a sample event."""
+"""Check filter and computed-field expressions, and preview their value on a sample event.
+
+Checking and previewing run on worker threads, at most `_AT_ONCE` at a time (further requests
+wait on the event loop, holding no thread), so previews cannot take the threads `/healthz` and
+the other routes need; the preview's own budget (runtime/expression_eval.py) bounds each one.
+An expression past a bound on its size or nesting is a 422 naming `expression`.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from collections.abc import Callable
+from typing import TypeVar
 
+import anyio
+from fastapi import APIRouter, Request
+
+from streamsift.api.errors import BadRequest
 from streamsift.api.models import (
     EvaluateRequest,
     ExpressionCheckResult,
@@ -14,16 +25,34 @@ from streamsift.runtime import expression_preview
 
 router = APIRouter(prefix="/api/v1/expressions", tags=["expressions"])
 
+_AT_ONCE = 2
+T = TypeVar("T")
+
+
+async def _off_the_loop(request: Request, fn: Callable[[], T]) -> T:
+    limiter = getattr(request.app.state, "expression_limiter", None)
+    if limiter is None:  # one per app, made inside the event loop that serves it
+        limiter = request.app.state.expression_limiter = anyio.CapacityLimiter(_AT_ONCE)
+    try:
+        return await anyio.to_thread.run_sync(fn, limiter=limiter)
+    except expression_preview.ExpressionTooBig as exc:
+        raise BadRequest(str(exc), 422) from None
+
 
 @router.post("/validate", summary="check an expression as `streamsift validate` does")
-def validate(body: ExpressionRequest) -> ExpressionCheckResult:
-    checked = expression_preview.check(body.expression, body.scope(), body.type)
+async def validate(request: Request, body: ExpressionRequest) -> ExpressionCheckResult:
+    checked = await _off_the_loop(
+        request, lambda: expression_preview.check(body.expression, body.scope(), body.type)
+    )
     return ExpressionCheckResult(kind=checked.kind, fields=list(checked.fields))
 
 
 @router.post("/evaluate", summary="an expression's value on a sample event")
-def evaluate(body: EvaluateRequest) -> ExpressionValueResult:
-    result = expression_preview.evaluate(body.expression, body.scope(), body.event, body.type)
+async def evaluate(request: Request, body: EvaluateRequest) -> ExpressionValueResult:
+    result = await _off_the_loop(
+        request,
+        lambda: expression_preview.evaluate(body.expression, body.scope(), body.event, body.type),
+    )
     return ExpressionValueResult(
         value=result.value, kind=result.kind, passes=result.passes, note=result.note
     )
