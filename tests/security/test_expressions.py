@@ -122,6 +122,29 @@ def test_a_costly_preview_does_not_stall_the_server(open_server: Serve, expressi
     assert took < 10, f"the evaluate took {took:.1f}s"
 
 
+def test_many_costly_previews_at_once_do_not_stall_the_server(open_server: Serve) -> None:
+    body = _body(
+        "evaluate",
+        "size(transform(sequence(1, 10000), x -> transform(sequence(1, 10000), y -> y))) > 0",
+    )
+    with (
+        httpx.Client(base_url=open_server.url, timeout=60) as slow,
+        httpx.Client(base_url=open_server.url, timeout=5) as quick,
+    ):
+        started = [_in_background(slow, body) for _ in range(6)]
+        time.sleep(0.05)
+        for _ in range(5):
+            start = time.monotonic()
+            assert quick.get("/healthz").status_code == 200
+            assert time.monotonic() - start < 1.0, "/healthz stalled behind evaluates"
+        for thread, _ in started:
+            thread.join(60)
+    for _, out in started:
+        ((answer, took),) = out
+        assert answer.status_code == 400 and "bounded" in answer.json()["message"]
+        assert took < 20
+
+
 @pytest.mark.parametrize(
     ("expression", "words"),
     [

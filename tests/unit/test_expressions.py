@@ -1,12 +1,19 @@
-"""Compiling filter/transform expressions for Spark, and dedup mode `last` on its own."""
+"""Compiling filter/transform expressions for Spark, the bounds on an expression's size and
+shape, and dedup mode `last` on its own."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
+from streamsift.config.expressions import ExpressionError, ExpressionTooLarge, check_expression
 from streamsift.config.models import FieldRef
 from streamsift.config.types import FieldType
 from streamsift.transforms.dedup import PartitionDedup, payload_hash
 from streamsift.transforms.expressions import compile_expression, sql_string
 
+KINDS = {"a": FieldType.INT, "b": FieldType.INT, "code": FieldType.STRING}
 SCOPE = {
     "a": FieldRef("a", "a", FieldType.INT),
     "b": FieldRef("b", "b", FieldType.INT),
@@ -63,3 +70,44 @@ def test_mode_last_drops_only_repeats_of_the_latest_version(tmp_path) -> None:
     # A replay of the same range decides the same; the next range continues from A.
     assert d.decide(keys, times, [0, 1, 2, 3, 4], 0, hashes).keep == decision.keep
     assert d.decide([b"x", b"x"], [5, 6], [5, 6], 5, [a, b]).keep == [False, True]
+
+
+# ------------------------------------------------------- bounds on an expression's size and shape
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("a = '" + "x" * 20_000 + "'", "too long (20006 characters; at most 10000)"),
+        ("upper(" * 200 + "code" + ")" * 200 + " = 'x'", "nested too deeply"),
+        ("array(" * 30 + "1" + ")" * 30 + " IS NULL", "nested too deeply"),
+        ("CASE WHEN " * 30 + "true THEN 1" + " END" * 30 + " = 1", "nested too deeply"),
+        ("NOT " * 20 + "a = 1", "nested too deeply"),
+        ("a = 1 OR " * 250 + "a = 2", "nested too deeply"),
+        ("a IN (" + ", ".join(["1"] * 2500) + ")", "too large (more than 2000 parts)"),
+    ],
+)
+def test_expressions_past_a_bound_are_refused_by_name(text: str, words: str) -> None:
+    with pytest.raises(ExpressionTooLarge, match=re.escape(words)):
+        check_expression(text, KINDS)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("a = " + "9" * 50, "has 50 digits (Spark's limit is 38)"),
+        ("map(1) IS NULL", "not valid Spark SQL"),  # sqlglot's builder fails with IndexError
+        ("upper(code).f = 'x'", "'.' reads a field of the event"),
+        ("(code || nope) = 'x'", "unknown field 'nope'"),
+        ("CASE a WHEN 'x' THEN 1 END = 1", "cannot compare"),
+    ],
+)
+def test_odd_expressions_are_named_errors(text: str, words: str) -> None:
+    with pytest.raises(ExpressionError, match=re.escape(words)):
+        check_expression(text, KINDS)
+
+
+def test_expressions_at_the_bounds_still_check() -> None:
+    assert check_expression(" OR ".join(["a = 1"] * 60), KINDS) == "bool"
+    assert check_expression("upper(" * 20 + "code" + ")" * 20 + " = 'X'", KINDS) == "bool"
+    assert check_expression("CASE a WHEN 1 THEN 'one' END = 'one'", KINDS) == "bool"

@@ -243,9 +243,11 @@ class _Checker:
             if bare_boolean(node):
                 return BOOL
             return KIND_OF_FIELD[self.scope[resolve(column_name(node), self.scope)]]
-        if isinstance(node, exp.Dot):  # a field of a struct value
-            self.kind(node.this)
-            return ANY
+        if isinstance(node, exp.Dot):  # `upper(x).f`, `v.f`: fields here are not structs
+            raise ExpressionError(
+                f"{node.sql(dialect='spark')[:80]}: '.' reads a field of the event, not of a "
+                "computed value"
+            )
         if isinstance(node, exp.Paren):
             return self.kind(node.this)
         if isinstance(node, exp.Literal):

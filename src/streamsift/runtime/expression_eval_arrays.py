@@ -44,12 +44,15 @@ def _size(value: Any) -> int:
 
 
 def _distinct(values: list[Any]) -> list[Any]:
+    seen: set[Any] = set()
     out: list[Any] = []
     for v in array_of(values, "array_distinct"):
-        if not any((v is None and o is None) or compare(v, o) == 0 for o in out):
+        if isinstance(v, (list, dict)):
+            raise NotPreviewable("array_distinct() of arrays or maps")
+        key = (type(v) is bool, v)  # true is not 1
+        if key not in seen:
+            seen.add(key)
             out.append(v)
-        if len(out) > 1000:
-            raise NotPreviewable("array_distinct() of a long array")
     return out
 
 
