@@ -79,6 +79,23 @@ def test_lambdas_are_evaluated_by_the_preview(client: httpx.Client) -> None:
     assert answer.json()["value"] == 12
 
 
+def test_dunder_names_are_plain_field_names(client: httpx.Client) -> None:
+    fields = [
+        *FIELDS,
+        {"name": "__class__", "type": "string"},
+        {"name": "__import__", "type": "int"},
+    ]
+    body = {
+        "expression": "concat(`__class__`, `__import__` + 1, size(transform(xs, __globals__ -> 1)))",
+        "type": "string",
+        "fields": fields,
+        "event": {**EVENT, "__class__": "c", "__import__": 41},
+    }
+    answer = client.post("/api/v1/expressions/evaluate", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["value"] == "c423"
+
+
 def _in_background(client: httpx.Client, body: dict) -> tuple[threading.Thread, list]:
     out: list = []
 

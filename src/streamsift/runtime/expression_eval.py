@@ -116,7 +116,7 @@ class Interpreter:
             return self.value(tree, {})
         except RecursionError:
             raise NotPreviewable("the expression is nested too deeply to preview") from None
-        except (TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
+        except (TypeError, ValueError, AttributeError, IndexError, KeyError, OverflowError) as exc:
             # A form no handler expected (the checker lets `any` through): not a server error.
             raise NotPreviewable(
                 f"a form the preview does not handle: {type(exc).__name__}"
@@ -137,9 +137,6 @@ class Interpreter:
             result = truth(result)
             return None if result is None else not result
         return result
-
-    def values(self, trees: list[exp.Expression], env: Mapping[str, Any]) -> list[Any]:
-        return [self.value(t, env) for t in trees]
 
     def apply(self, fn: exp.Expression, args: list[Any], env: Mapping[str, Any]) -> Any:
         """Apply a lambda (`x -> ...`, `(x, i) -> ...`) to `args`: its parameters are names
@@ -163,10 +160,8 @@ def _field(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any]) -> Any
     word = bare_boolean(tree)
     if word:
         return word == "TRUE"
-    if not is_field_path(tree):
-        # a field of a struct a lambda parameter holds: `x.name`
-        holder = ev.value(tree.this, env)
-        return holder.get(tree.expression.name) if isinstance(holder, Mapping) else None
+    if not is_field_path(tree):  # the checker refuses these (fields are not structs)
+        raise NotPreviewable("'.' on a computed value")
     name = column_name(tree)  # type: ignore[arg-type]
     if name.lower() in env and "." not in name:
         return env[name.lower()]
@@ -440,9 +435,10 @@ def _arithmetic(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any]) -
         return _float(lambda: a / b)
     if isinstance(tree, exp.IntDiv):
         if isinstance(a, float) or isinstance(b, float):
-            if not (math.isfinite(a) and math.isfinite(b)):
+            quotient = _float(lambda: a / b)
+            if not math.isfinite(quotient):
                 raise DeadLetter("integer overflow")
-            return int64(math.trunc(a / b))
+            return int64(math.trunc(quotient))
         return int64(abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1))
     if isinstance(tree, exp.Mod):
         if isinstance(a, float) or isinstance(b, float):

@@ -120,6 +120,8 @@ def _element_at(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, A
         return None
     safe = bool(tree.args.get("safe"))
     if isinstance(target, dict):
+        if isinstance(key, (list, dict)):
+            raise NotPreviewable("a map key that is an array or a map")
         return target.get(key)
     target, index = array_of(target, "element_at"), number(key)
     if not isinstance(index, int):
