@@ -120,6 +120,7 @@ def test_filters(expression: str, expected: object) -> None:
         ("s || '?'", F.STRING, "Hello World?"),
         ("trim('  a  ')", F.STRING, "a"),
         ("ltrim('  a  ')", F.STRING, "a  "),
+        ("trim(BOTH 'xy' FROM 'xyaxy')", F.STRING, "a"),
         ("lpad('7', 3, '0')", F.STRING, "007"),
         ("rpad('abcd', 2)", F.STRING, "ab"),
         ("replace(s, 'World', 'There')", F.STRING, "Hello There"),

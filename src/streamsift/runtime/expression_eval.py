@@ -24,7 +24,9 @@ the work is linear in the text for each piece and is counted against the budget.
 expression functions (RLIKE, regexp_extract, ...) are not previewed, except `split` and
 `regexp_replace` with a pattern that has no regular expression syntax (a plain text):
 Python's `re` is not Java's, and a backtracking match holds the interpreter lock for as long
-as it takes, which no time limit could interrupt.
+as it takes, which no time limit could interrupt. Every other operation on a value is linear
+in its size. A Python error no handler expected (a form the checker lets through as `any`)
+is reported as not previewable, never as a server error.
 """
 
 from __future__ import annotations

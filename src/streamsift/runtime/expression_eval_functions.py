@@ -228,7 +228,9 @@ def _trim(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -
     chars = ev.value(tree.args.get("expression"), env) if tree.args.get("expression") else " "
     if text is None or chars is None:
         return None
-    text, chars = _text(text), _text(chars)
+    text, chars = _text(text), "".join(set(_text(chars)))
+    if len(chars) > 256:  # str.strip tests each character against every one of `chars`
+        raise NotPreviewable("trim() of more than 256 different characters")
     position = (tree.args.get("position") or "BOTH").upper()
     if position == "LEADING":
         return text.lstrip(chars)
