@@ -18,9 +18,7 @@ Bounds, since the tree, the event and every value in it come from a request: the
 already bounded by config/expressions.py; here a `Budget` counts steps (one per node visited
 and per element a function walks) and stops at a step limit or a time limit, and no string
 or array the interpreter makes may exceed a size limit (checked before it is made). LIKE runs
-without regular expressions: a pattern is split at `%` into fixed-length pieces, and the
-leftmost match of each piece in order decides (which is exact for fixed-length pieces), so
-the work is linear in the text for each piece and is counted against the budget. Regular
+without regular expressions (expression_eval_like.py), its work counted against the budget. Regular
 expression functions (RLIKE, regexp_extract, ...) are not previewed, except `split` and
 `regexp_replace` with a pattern that has no regular expression syntax (a plain text):
 Python's `re` is not Java's, and a backtracking match holds the interpreter lock for as long
@@ -40,6 +38,7 @@ from typing import Any
 from sqlglot import exp
 
 from streamsift.config.expressions import bare_boolean, column_name, is_field_path
+from streamsift.runtime.expression_eval_like import LikePatternError, like
 
 MAX_STEPS = 200_000
 MAX_SECONDS = 2.0
@@ -506,74 +505,6 @@ def _interval(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any]) -> 
 # --------------------------------------------------------------------------- LIKE
 
 
-def like(text: str, pattern: str, escape: str, budget: Budget) -> bool:
-    """SQL LIKE without regular expressions: `%` any run, `_` one character, `escape` makes
-    the next `%`, `_` or itself literal. The pattern splits at `%` into pieces of fixed length;
-    the first piece must start the text, the last end it, and the others are matched leftmost
-    in order (exact for fixed-length pieces). Each attempt is counted against the budget."""
-    pieces: list[list[str | None]] = [[]]  # None: `_`
-    chars = iter(pattern)
-    for ch in chars:
-        if ch == escape:
-            nxt = next(chars, None)
-            if nxt not in ("%", "_", escape):
-                raise DeadLetter(
-                    f"the LIKE pattern has the escape character {escape!r} before "
-                    "something else than %, _ or itself"
-                )
-            pieces[-1].append(nxt)
-        elif ch == "%":
-            pieces.append([])
-        else:
-            pieces[-1].append(None if ch == "_" else ch)
-    budget.spend(len(pattern) // 64)
-    first, last = pieces[0], pieces[-1]
-    if len(pieces) == 1:
-        return len(text) == len(first) and _fits(text, 0, first, budget)
-    if len(text) < len(first) + len(last):
-        return False
-    if not _fits(text, 0, first, budget) or not _fits(text, len(text) - len(last), last, budget):
-        return False
-    start, end = len(first), len(text) - len(last)
-    for piece in pieces[1:-1]:
-        found = _find(text, piece, start, end, budget)
-        if found < 0:
-            return False
-        start = found + len(piece)
-    return True
-
-
-def _fits(text: str, at: int, piece: list[str | None], budget: Budget) -> bool:
-    budget.spend(1 + len(piece) // 16)
-    return all(c is None or text[at + i] == c for i, c in enumerate(piece))
-
-
-def _find(text: str, piece: list[str | None], start: int, end: int, budget: Budget) -> int:
-    """The leftmost position in text[start:end] where `piece` fits, or -1."""
-    if not piece:
-        return start
-    literal = [(i, c) for i, c in enumerate(piece) if c is not None]
-    if not literal:
-        return start if end - start >= len(piece) else -1
-    # Anchor on the longest literal run; str.find is linear in the text.
-    runs: list[tuple[int, str]] = []
-    for i, c in literal:
-        if runs and runs[-1][0] + len(runs[-1][1]) == i:
-            runs[-1] = (runs[-1][0], runs[-1][1] + c)  # type: ignore[operator]
-        else:
-            runs.append((i, c))  # type: ignore[arg-type]
-    offset, anchor = max(runs, key=lambda r: len(r[1]))
-    at = start + offset
-    while True:
-        budget.spend(1 + len(piece) // 16)
-        hit = text.find(anchor, at, end - (len(piece) - offset - len(anchor)))
-        if hit < 0:
-            return -1
-        if _fits(text, hit - offset, piece, budget):
-            return hit - offset
-        at = hit + 1
-
-
 @node(exp.Like, exp.ILike)
 def _like(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any]) -> Any:
     return _like_with(ev, tree, env, "\\")
@@ -599,4 +530,7 @@ def _like_with(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any], es
         raise NotPreviewable("LIKE on something else than text")
     if isinstance(tree, exp.ILike):
         text, pattern = text.lower(), pattern.lower()
-    return like(text, pattern, escape, ev.budget)
+    try:
+        return like(text, pattern, escape, ev.budget.spend)
+    except LikePatternError as exc:
+        raise DeadLetter(str(exc)) from None
