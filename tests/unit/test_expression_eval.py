@@ -161,6 +161,13 @@ def test_filters(expression: str, expected: object) -> None:
         ("transform(array(array(1, 2)), a -> transform(a, v -> v + n))", F.ARRAY, [[8, 9]]),
         ("map_filter(m, (k, v) -> k = 'k')", F.MAP, {"k": "v"}),
         ("sequence(1, 5, 2)", F.ARRAY, [1, 3, 5]),
+        ("CAST('2026-1-2' AS DATE)", F.TIMESTAMP, "2026-01-02"),
+        ("CAST('2026-01-02T03:04:05+02:00' AS TIMESTAMP)", F.TIMESTAMP, "2026-01-02T01:04:05"),
+        ("CAST(ts AS BIGINT)", F.INT, 1772600767),
+        ("pow(0, -1)", F.FLOAT, "Infinity"),
+        ("CAST('NaN' AS DOUBLE)", F.FLOAT, "NaN"),
+        ("weekofyear(ts)", F.INT, 10),
+        ("ascii(s)", F.INT, 72),
     ],
 )
 def test_values(expression: str, result_type: F, expected: object) -> None:
@@ -174,6 +181,7 @@ def test_values(expression: str, result_type: F, expected: object) -> None:
         ("n div z", F.INT, "division by zero"),
         ("n % z", F.INT, "division by zero"),
         ("CAST(s AS INT)", F.INT, "cannot convert"),
+        ("CAST('1.9' AS INT)", F.INT, "cannot convert"),
         ("CAST('2026-13-45' AS TIMESTAMP)", F.TIMESTAMP, "cannot convert"),
         ("9223372036854775807 + n", F.INT, "integer overflow"),
         ("element_at(xs, 5)", F.STRING, "out of the array's range"),

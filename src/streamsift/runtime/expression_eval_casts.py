@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -20,7 +20,14 @@ _INTS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
 _FLOATS = {"FLOAT", "DOUBLE", "DECIMAL", "BIGDECIMAL"}
 _TEXTS = {"TEXT", "VARCHAR", "CHAR", "STRING", "NCHAR", "NVARCHAR"}
 _TIMES = {"TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMPNTZ", "DATETIME"}
-_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:\.[0-9]*)?")
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+# Spark's forms of a date or time in text: `2026-1-2`, `2026-01-02 03:04:05.123`, `...T...Z`
+_TIME_TEXT = re.compile(
+    r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
+    r"(?:[T ]([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\.([0-9]{1,9}))?)?)?"
+    r" ?(Z|[+-][0-9]{2}:?[0-9]{2})?"
+)
+_EPOCH = datetime(1970, 1, 1)
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -83,11 +90,13 @@ def _integer(value: Any, bits: int) -> int:
         if not math.isfinite(value):
             raise DeadLetter(f"cannot convert {_shown(value)} to an integer")
         result = math.trunc(value)
+    elif isinstance(value, datetime):  # seconds since the epoch, as Spark counts them
+        result = math.floor((value - _EPOCH).total_seconds())
     elif isinstance(value, str):
         text = value.strip()
         if len(text) > 40 or not _INTEGER_TEXT.fullmatch(text):
             raise DeadLetter(f"cannot convert {_shown(value)} to an integer")
-        result = int(text.split(".", 1)[0])
+        result = int(text)
     else:
         raise NotPreviewable(f"CAST of {kind_of(value)} to an integer")
     low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
@@ -99,6 +108,8 @@ def _integer(value: Any, bits: int) -> int:
 def _floating(value: Any) -> float:
     if isinstance(value, (bool, int, float)):
         return float(value)
+    if isinstance(value, datetime):
+        return (value - _EPOCH).total_seconds()
     if isinstance(value, str):
         text = value.strip()
         named = {"nan": math.nan, "infinity": math.inf, "-infinity": -math.inf, "inf": math.inf}
@@ -152,16 +163,28 @@ def to_time(value: Any, other: Any = None) -> Any:
     ):
         return value
     text = value.strip()
+    found = _TIME_TEXT.fullmatch(text) if len(text) <= 64 else None
+    if found is None:
+        raise DeadLetter(f"cannot convert {_shown(value)} to a time")
+    year, month, day, hour, minute, second, fraction, zone = found.groups()
     try:
-        if len(text) > 64:
-            raise ValueError(text)
-        if len(text) == 10 and not isinstance(other, datetime):
-            return date.fromisoformat(text)
-        moment = datetime.fromisoformat(text)
-    except ValueError:
+        if hour is None and zone is None and not isinstance(other, datetime):
+            return date(int(year), int(month), int(day))
+        moment = datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            int((fraction or "0")[:6].ljust(6, "0")),
+        )
+        if zone and zone != "Z":
+            sign = 1 if zone[0] == "+" else -1
+            digits = zone[1:].replace(":", "")
+            moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+    except (ValueError, OverflowError):
         raise DeadLetter(f"cannot convert {_shown(value)} to a time") from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
     return moment
 
 

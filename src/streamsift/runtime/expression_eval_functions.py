@@ -156,7 +156,12 @@ def _name_and_args(tree: exp.Expression) -> tuple[str, list[exp.Expression]]:
         written = tree.sql(dialect="spark", unsupported_level=ErrorLevel.IGNORE)
         written = written.split("(", 1)[0].strip()
         name = written.lower() if written.replace("_", "").isalnum() else tree.key
-        return name[:40], []
+        if name not in STRICT and name not in LAZY:
+            return name[:40], []
+        # a typed node for a function of the table (`ascii`, `weekofyear`): its arguments in
+        # the order sqlglot declares them
+        keys = tuple(type(tree).arg_types)
+        return name, [a for k in keys for a in _listed(tree.args.get(k))]
     name, keys = entry
     args: list[exp.Expression | None] = []
     for key in keys:
@@ -174,6 +179,11 @@ def _name_and_args(tree: exp.Expression) -> tuple[str, list[exp.Expression]]:
     while args and args[-1] is None:
         args.pop()
     return name, [exp.Null() if a is None else a for a in args]
+
+
+def _listed(value: Any) -> list[exp.Expression]:
+    items = value if isinstance(value, list) else [value]
+    return [v for v in items if isinstance(v, exp.Expression)]
 
 
 # -------------------------------------------------------------------------- text
@@ -313,6 +323,8 @@ def _round(value: Any, scale: int = 0, half_even: bool = False) -> Any:
         return type(value)(0)
     factor = 10 ** abs(int(scale))
     scaled = value * factor if scale >= 0 else value / factor
+    if not math.isfinite(scaled):
+        return value  # too large to have digits at that scale
     rounded = (
         round(scaled) if half_even else math.floor(abs(scaled) + 0.5) * (1 if scaled >= 0 else -1)
     )
@@ -342,6 +354,12 @@ def _math(fn: Callable[..., float]) -> Callable[..., Any]:
             return math.nan
 
     return run
+
+
+def _pow(base: float, power: float) -> float:
+    if base == 0 and power < 0:
+        return math.inf  # Java's Math.pow; Python raises
+    return math.pow(base, power)
 
 
 def _log(base: Any, value: Any = None) -> Any:
@@ -400,8 +418,8 @@ def _to_date(value: Any, fmt: Any = None) -> date:
 
 
 def _date_add(value: Any, days: int, unit: str = "DAY") -> date:
-    if unit.upper() != "DAY":
-        raise NotPreviewable(f"date_add() in {unit.lower()}")
+    if not isinstance(unit, str) or unit.upper() != "DAY":
+        raise NotPreviewable("date_add() with a unit")
     try:
         return _date(value) + timedelta(days=int(number(days)))
     except OverflowError:
@@ -459,6 +477,7 @@ STRICT: dict[str, Callable[..., Any]] = {
     "char_length": lambda s: len(_text(s)),
     "character_length": lambda s: len(_text(s)),
     "octet_length": lambda s: len(_text(s).encode()),
+    "bit_length": lambda s: 8 * len(_text(s).encode()),
     "substring": _substring,
     "substr": _substring,
     "concat": _concat,
@@ -485,8 +504,8 @@ STRICT: dict[str, Callable[..., Any]] = {
     "ceil": _floor_ceil(math.ceil),
     "ceiling": _floor_ceil(math.ceil),
     "sqrt": _math(math.sqrt),
-    "pow": _math(math.pow),
-    "power": _math(math.pow),
+    "pow": _math(_pow),
+    "power": _math(_pow),
     "exp": _math(math.exp),
     "ln": lambda v: _log(v),
     "log": _log,

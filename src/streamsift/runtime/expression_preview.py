@@ -40,6 +40,7 @@ from streamsift.config.expressions import (
 from streamsift.config.types import FieldType
 from streamsift.errors import ConfigurationError
 from streamsift.runtime.expression_eval import Budget, DeadLetter, Interpreter, NotPreviewable
+from streamsift.runtime.expression_eval_casts import text_of
 from streamsift.transforms.parse import ValueTypeError, convert_value
 
 
@@ -167,7 +168,7 @@ def _json_ready(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)  # JSON has no NaN or infinity
+        return text_of(value)  # JSON has no NaN or infinity: Spark's words for them
     if isinstance(value, timedelta):
         return value.total_seconds()
     if isinstance(value, list):
