@@ -1,8 +1,8 @@
 """Check a filter or computed-field expression and preview its value on one sample event.
 
 Checking is the same as `streamsift validate` does (config/expressions.py), with its bounds
-on size and nesting. Pipelines evaluate expressions in Spark; starting a JVM for a preview would
-take seconds, so the preview walks the parsed tree with an interpreter of our own
+on size and nesting. Pipelines evaluate expressions in Spark; starting a JVM for a preview is
+too slow, so the preview walks the parsed tree with an interpreter of our own
 (expression_eval.py): an allow-list of node types and functions, lambdas applied by binding
 their parameters as names, a budget of steps, time and value sizes, and no regular expressions
 run on request text. Nothing of the expression is ever compiled or run as Python (an earlier
@@ -11,7 +11,9 @@ came out as code). Its results match Spark's for the common forms (comparisons, 
 logic, arithmetic, CASE/IF/COALESCE, string, date, array and map functions, CAST, lambdas); a
 function or form the interpreter does not know is reported as not previewable (the expression
 is still valid). Differences from a running pipeline: there, a division by zero or a failed
-CAST sends the record to the DLQ; here it gives null, with a note.
+CAST sends the record to the DLQ; here it gives null, with a note. Decimal literals (`0.1`) are
+previewed as doubles, and NaN and infinities are answered as Spark writes them ("NaN",
+"Infinity"), since JSON has no such numbers.
 """
 
 from __future__ import annotations
