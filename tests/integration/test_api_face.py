@@ -46,9 +46,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 token=TOKEN,
                 probe_timeout_s=3,
                 data_dir=data_dir,
-                # the probes' chdb dirs, and the examples' `.streamsift/clickhouse` (relative:
-                # to this process's working directory)
-                allow_paths=(tmp_path_factory.getbasetemp(), Path(".streamsift").resolve()),
+                allow_paths=(tmp_path_factory.getbasetemp(),),  # the probes' chdb dirs
             )
         )
     ) as server:

@@ -26,6 +26,38 @@ def test_paths_resolve_dots_and_links_before_the_check(tmp_path: Path) -> None:
     assert DocumentPolicy(data, allow_paths=(tmp_path,)).inside(data / "out" / "x")
 
 
+def test_relative_paths_are_the_data_dirs(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    policy = DocumentPolicy(data)
+    assert policy.inside(Path("clickhouse"))
+    assert not policy.inside(Path("../elsewhere"))
+    doc = {
+        "runtime": {"checkpoint_dir": "ck", "state_location": "s3://bucket/x"},
+        "sink": {"clickhouse": {"path": "clickhouse"}},
+        "sources": [
+            {"security": {"ca_file": "/etc/ca.pem", "kerberos": {"keytab": "k.keytab"}}},
+            {"properties": {"ssl.keystore.location": "ks.p12", "fetch.max.bytes": "9"}},
+        ],
+    }
+    anchored = policy.anchored_document(doc)
+    assert anchored["runtime"] == {
+        "checkpoint_dir": str(data / "ck"),
+        "state_location": "s3://bucket/x",
+    }
+    assert anchored["sink"]["clickhouse"]["path"] == str(data / "clickhouse")
+    assert anchored["sources"][0]["security"]["ca_file"] == "/etc/ca.pem"
+    assert anchored["sources"][0]["security"]["kerberos"]["keytab"] == str(data / "k.keytab")
+    assert anchored["sources"][1]["properties"] == {
+        "ssl.keystore.location": str(data / "ks.p12"),
+        "fetch.max.bytes": "9",
+    }
+    assert doc["sink"]["clickhouse"]["path"] == "clickhouse"  # the caller's copy untouched
+    assert policy.anchored_document({"sink": "not a mapping", "sources": 3}) == {
+        "sink": "not a mapping",
+        "sources": 3,
+    }
+
+
 def test_a_sibling_with_a_common_prefix_is_outside(tmp_path: Path) -> None:
     assert not DocumentPolicy(tmp_path / "data").inside(tmp_path / "data-other" / "x")
 

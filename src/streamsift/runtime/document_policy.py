@@ -8,18 +8,21 @@ operator allowed (`--allow-path`), after `..` and symbolic links; its Spark sett
 tuning keys from an allow-list the operator may widen (`--allow-spark-conf`); its Spark
 master is local, or the one the server was started with; its Kafka properties load no
 library; its OAUTHBEARER token provider is `aws_msk_iam` or one the operator registered by
-name. docs/security.md lists the rules and the settings.
+name. A relative path in such a document is relative to the data dir: the service makes it
+absolute when it stores the document. docs/security.md lists the rules and the settings.
 
 A breach is a `ConfigError` naming the field (HTTP 422), like any invalid document.
 """
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from streamsift.config.errors import ConfigError
@@ -156,10 +159,45 @@ class DocumentPolicy:
         return any(fnmatch.fnmatchcase(key, pattern) for pattern in SPARK_CONF_ALLOWED)
 
     def inside(self, path: Path) -> bool:
-        """Whether `path` (relative: to the server's working directory, where its workers
-        run too) lies in a root once `..` and symbolic links are resolved."""
-        resolved = Path(os.path.abspath(path)).resolve()
+        """Whether `path` lies in a root once anchored (see `anchor`) and `..` and symbolic
+        links are resolved."""
+        resolved = Path(os.path.abspath(self.anchor(path))).resolve()
         return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
+
+    def anchor(self, path: Path) -> Path:
+        """A document's path as the service means it: a relative path is inside the data dir
+        (the service's documents name places in the service's space, not in the working
+        directory of whoever started the server)."""
+        path = Path(path)
+        return path if path.is_absolute() else self.data_dir.resolve() / path
+
+    def anchored_document(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """`doc` (streamsift's format) with each relative path it names made absolute by
+        `anchor`, so the server and the workers it starts read the same places. Values that
+        are not paths are left for validation to name."""
+        doc = copy.deepcopy(doc)
+        runtime = _mapping(doc.get("runtime"))
+        self._anchor_key(runtime, "checkpoint_dir")
+        location = runtime.get("state_location")
+        if isinstance(location, str) and urlparse(location).scheme == "":
+            self._anchor_key(runtime, "state_location")
+        self._anchor_key(_mapping(_mapping(doc.get("sink")).get("clickhouse")), "path")
+        sources = [doc.get("source")] + list(_sequence(doc.get("sources")))
+        for source in (_mapping(s) for s in sources):
+            security = _mapping(source.get("security"))
+            for key in ("ca_file", "client_cert_file", "client_key_file"):
+                self._anchor_key(security, key)
+            for key in ("keytab", "krb5_config"):
+                self._anchor_key(_mapping(security.get("kerberos")), key)
+            properties = _mapping(source.get("properties"))
+            for key in [k for k in properties if isinstance(k, str) and k.endswith(".location")]:
+                self._anchor_key(properties, key)
+        return doc
+
+    def _anchor_key(self, mapping: dict[str, Any], key: str) -> None:
+        value = mapping.get(key)
+        if isinstance(value, str) and value.strip():
+            mapping[key] = str(self.anchor(Path(value)))
 
     def _path(self, field: str, path: Path) -> Iterator[str]:
         if not self.inside(path):
@@ -205,6 +243,15 @@ def serve_registered_providers_only(entries: list[str]) -> None:
     given = [e for e in os.environ.get(PROVIDERS_ENV, "").split(",") if e.strip()]
     os.environ[PROVIDERS_ENV] = ",".join(given + entries)
     os.environ[REGISTERED_ONLY_ENV] = "1"
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """`value` if it is a mapping (edited in place), else an empty one (nothing to anchor)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _sequence(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _sources(pipeline: Pipeline) -> Iterator[tuple[str, KafkaSource]]:

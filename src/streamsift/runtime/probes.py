@@ -439,21 +439,12 @@ def _server_client(conn: ClickHouseConnection, timeout_s: float) -> Any:
     """A client of a ClickHouse server that waits at most `timeout_s` for each answer (the
     sink's client waits minutes for a big insert; a probe of a peer that accepts and stays
     silent must not hold a thread that long)."""
-    import clickhouse_connect
     from clickhouse_connect.driver.exceptions import ClickHouseError
 
+    from streamsift.sinks.clickhouse.client import server_client
+
     try:
-        return clickhouse_connect.get_client(
-            host=conn.host,
-            port=conn.port or (8443 if conn.secure else 8123),
-            username=conn.username,
-            password=conn.password.get_secret_value(),
-            database=conn.database,
-            secure=conn.secure,
-            verify=not conn.skip_certificate_verification,
-            connect_timeout=timeout_s,
-            send_receive_timeout=timeout_s,
-        )
+        return server_client(conn, timeout_s, answer_timeout_s=timeout_s)
     except ClickHouseError as exc:
         log.debug("ClickHouse probe of %s failed: %s", _where(conn), exc)
         raise server_failure(_where(conn), str(exc)) from None

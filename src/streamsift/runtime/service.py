@@ -154,8 +154,7 @@ class PipelineService:
 
     def create(self, doc: dict[str, Any]) -> PipelineRecord:
         """Validate and store a new pipeline (id = its name), then start it."""
-        doc, pipeline = _validated(doc)
-        self.policy.check(pipeline)
+        doc, pipeline = self._validated(doc)
         with self._lock:
             self.store.add(pipeline.name, doc, pipeline)
             self._launch(pipeline.name)
@@ -183,7 +182,7 @@ class PipelineService:
             check_at_rest(pipeline_id, self.store.get(pipeline_id).state, "edited")
             current_doc = self.store.document(pipeline_id, reveal_secrets=True)
             current = parse_pipeline(current_doc)
-            doc = _native(doc)
+            doc = self.policy.anchored_document(_native(doc))
             new = parse_pipeline(doc)  # its shape: secrets sent back masked are restored next
             if new.name != pipeline_id:
                 raise ConfigError(
@@ -399,6 +398,15 @@ class PipelineService:
         shutil.rmtree(checkpoint, ignore_errors=True)
         (directory / "status.json").unlink(missing_ok=True)
 
+    def _validated(self, doc: dict[str, Any]) -> tuple[dict[str, Any], Pipeline]:
+        """The document in streamsift's format (GlassFlow's converted, relative paths made
+        the data dir's) and its model, validated with the fields its sources take from their
+        registries (the document keeps `from_registry` as written) and by the policy."""
+        doc = self.policy.anchored_document(_native(doc))
+        pipeline = parse_resolved(doc)
+        self.policy.check(pipeline)
+        return doc, pipeline
+
     def _owned(self, checkpoint: Path) -> bool:
         """Whether reset_state may delete `checkpoint`: inside a root, below (not at) it, and
         neither the service's own files nor another pipeline's directory."""
@@ -409,14 +417,6 @@ class PipelineService:
             return False
         others = (self.supervisor.directory(r.id).resolve() for r in self.store.list())
         return not any(other.is_relative_to(checkpoint) for other in others)
-
-
-def _validated(doc: dict[str, Any]) -> tuple[dict[str, Any], Pipeline]:
-    """The document in streamsift's format (GlassFlow's converted) and its model, validated
-    with the fields its sources take from their registries (the document keeps
-    `from_registry` as written)."""
-    doc = _native(doc)
-    return doc, parse_resolved(doc)
 
 
 def _native(doc: dict[str, Any]) -> dict[str, Any]:

@@ -91,7 +91,7 @@ export function ClickHouseStep({ draft, update, err }: StepProps) {
         </div>
       </fieldset>
       {c.kind === "embedded" ? (
-        input("path", "Data directory", "text", "on the server's machine, relative to where streamsift serve runs")
+        input("path", "Data directory", "text", "on the server's machine: a relative path is inside the server's data directory")
       ) : (
         <>
           {input("host", "Host")}

@@ -102,7 +102,7 @@ export function emptyDraft(): Draft {
     },
     transforms: [],
     filter: "",
-    ch: { kind: "embedded", path: ".streamsift/clickhouse", host: "", port: "8123", username: "default", password: "", database: "default", secure: false },
+    ch: { kind: "embedded", path: "clickhouse", host: "", port: "8123", username: "default", password: "", database: "default", secure: false },
     table: "",
     tableMode: "create",
     mapping: [],

@@ -64,11 +64,19 @@ async def require_kafka_allowed(
 
 
 async def require_clickhouse_allowed(settings: ServiceSettings, conn: ClickHouseConnection) -> None:
-    if conn.embedded:  # a local directory: no connection, but inside the data dir
-        assert conn.path is not None
-        settings.document_policy().check_path("path", conn.path)
-    else:
+    if not conn.embedded:
         await require_allowed(settings, "host", [conn.host or ""])
+
+
+def service_path(settings: ServiceSettings, conn: ClickHouseConnection) -> ClickHouseConnection:
+    """An embedded ClickHouse's directory as the service means it (a relative path is the
+    data dir's), refused outside the data dir; a server connection as it is."""
+    if not conn.embedded:
+        return conn
+    assert conn.path is not None
+    policy = settings.document_policy()
+    policy.check_path("path", conn.path)
+    return conn.model_copy(update={"path": policy.anchor(conn.path)})
 
 
 @router.post("/kafka/test", summary="reach a Kafka cluster; list its brokers and topics")
@@ -98,7 +106,8 @@ async def clickhouse_test(
     body: ClickHouseConnection, settings: SettingsDep
 ) -> ClickHouseTestResult:
     await require_clickhouse_allowed(settings, body)
-    info = await run_in_threadpool(probes.clickhouse_info, body, settings.probe_timeout_s)
+    conn = service_path(settings, body)
+    info = await run_in_threadpool(probes.clickhouse_info, conn, settings.probe_timeout_s)
     return ClickHouseTestResult(
         version=info.version, database=info.database, tables=list(info.tables)
     )
@@ -108,7 +117,7 @@ async def clickhouse_test(
 async def clickhouse_columns(
     body: ClickHouseColumnsRequest, settings: SettingsDep
 ) -> list[ColumnModel]:
-    conn = body.connection()
+    conn = service_path(settings, body.connection())
     await require_clickhouse_allowed(settings, conn)
     columns = await run_in_threadpool(
         probes.clickhouse_columns, conn, body.table, settings.probe_timeout_s

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody, SettingsDep
 from streamsift.api.models import ErrorBody, ValidateResult
+from streamsift.config.loader import is_glassflow
 from streamsift.config.summary import summary
 from streamsift.runtime.registry_fields import parse_resolved
 
@@ -19,7 +20,11 @@ router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
     responses={422: {"model": ErrorBody, "description": "details.problems: one line each"}},
 )
 def validate(document: DocumentBody, settings: SettingsDep) -> ValidateResult:
-    """As create would judge it: the document, then what this server lets documents name."""
+    """As create would judge it: the document (its relative paths the data dir's), then what
+    this server lets documents name."""
+    policy = settings.document_policy()
+    if not is_glassflow(document):
+        document = policy.anchored_document(document)
     pipeline = parse_resolved(document)
-    settings.document_policy().check(pipeline)
+    policy.check(pipeline)
     return ValidateResult(name=pipeline.name, summary=summary(pipeline))

@@ -115,19 +115,29 @@ def connect(conn: ClickHouseConnection, connect_timeout_s: float = 10.0) -> Any:
                         client.command(f"CREATE DATABASE IF NOT EXISTS {quote(conn.database)}")
                     _clients[path] = client
                 return _clients[path]
-        return clickhouse_connect.get_client(
-            host=conn.host,
-            port=conn.port or (8443 if conn.secure else 8123),
-            username=conn.username,
-            password=conn.password.get_secret_value(),
-            database=conn.database,
-            secure=conn.secure,
-            verify=not conn.skip_certificate_verification,
-            connect_timeout=connect_timeout_s,
-            send_receive_timeout=300,
-        )
+        return server_client(conn, connect_timeout_s)
     except ClickHouseError as exc:
         raise classify(exc, f"connecting to {describe(conn)}") from None
+
+
+def server_client(
+    conn: ClickHouseConnection, connect_timeout_s: float, answer_timeout_s: float = 300
+) -> Any:
+    """An HTTP client of the ClickHouse server `conn` names; its errors are
+    clickhouse-connect's own (`connect` classifies them, the probes say only their kind)."""
+    import clickhouse_connect
+
+    return clickhouse_connect.get_client(
+        host=conn.host,
+        port=conn.port or (8443 if conn.secure else 8123),
+        username=conn.username,
+        password=conn.password.get_secret_value(),
+        database=conn.database,
+        secure=conn.secure,
+        verify=not conn.skip_certificate_verification,
+        connect_timeout=connect_timeout_s,
+        send_receive_timeout=answer_timeout_s,
+    )
 
 
 def _quiet_http_logs() -> None:
