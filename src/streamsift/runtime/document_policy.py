@@ -89,9 +89,7 @@ class DocumentPolicy:
         return tuple(p.resolve() for p in (self.data_dir, *self.allow_paths))
 
     def check(self, pipeline: Pipeline) -> None:
-        problems = list(self.problems(pipeline))
-        if problems:
-            raise ConfigError(problems)
+        _refuse(self.problems(pipeline))
 
     def problems(self, pipeline: Pipeline) -> Iterator[str]:
         runtime = pipeline.runtime
@@ -140,15 +138,11 @@ class DocumentPolicy:
                 )
 
     def check_security(self, security: KafkaSecurity, where: str = "security") -> None:
-        problems = list(self.security_problems(security, where))
-        if problems:
-            raise ConfigError(problems)
+        _refuse(self.security_problems(security, where))
 
     def check_path(self, field: str, path: Path) -> None:
         """A ConfigError naming `field` unless `path` lies in a root (see `inside`)."""
-        problems = list(self._path(field, path))
-        if problems:
-            raise ConfigError(problems)
+        _refuse(self._path(field, path))
 
     def spark_key_allowed(self, key: str) -> bool:
         if any(fnmatch.fnmatchcase(key, pattern) for pattern in self.allow_spark_conf):
@@ -243,6 +237,13 @@ def serve_registered_providers_only(entries: list[str]) -> None:
     given = [e for e in os.environ.get(PROVIDERS_ENV, "").split(",") if e.strip()]
     os.environ[PROVIDERS_ENV] = ",".join(given + entries)
     os.environ[REGISTERED_ONLY_ENV] = "1"
+
+
+def _refuse(problems: Iterator[str]) -> None:
+    """A ConfigError holding `problems`, if there are any."""
+    found = list(problems)
+    if found:
+        raise ConfigError(found)
 
 
 def _mapping(value: Any) -> dict[str, Any]:
