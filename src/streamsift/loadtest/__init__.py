@@ -8,6 +8,6 @@ harness, and the reference that says what a correct pipeline writes.
   (`streamsift loadgen`, the bench);
 - `reference`: the one reference dedup and temporal join behind every truth;
 - `schema`: the streams' pipeline schemas, ClickHouse mappings and checksums (stdlib only);
-- `chaos`: the kill -9 harness (`streamsift chaos`);
-- `processes`: starting a child process tree and killing all of it (chaos, the bench).
+- `chaos`: the kill -9 harness (`streamsift chaos`), which starts and kills process trees
+  through `runtime/processes.py`.
 """

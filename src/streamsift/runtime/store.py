@@ -215,13 +215,6 @@ class Store:
             self._record_change(db, pipeline_id, at, before, state, error, note)
         return self.get(pipeline_id)
 
-    def set_desired(self, pipeline_id: str, desired: DesiredState) -> None:
-        with self._transaction() as db:
-            db.execute(
-                "UPDATE pipelines SET desired_state = ? WHERE id = ?",
-                (desired.value, pipeline_id),
-            )
-
     def worker_pid(self, pipeline_id: str) -> int | None:
         with self._lock:
             return self._row(self._db, pipeline_id)["worker_pid"]

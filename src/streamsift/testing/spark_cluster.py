@@ -43,10 +43,6 @@ class Worker:
     local_dir: Path
     proc: subprocess.Popen | None = None
 
-    def executor_dirs(self) -> list[Path]:
-        """The executors this worker launched: work/<app-id>/<executor-id>/."""
-        return sorted(p for p in self.work_dir.glob("app-*/*") if p.is_dir())
-
 
 @dataclass
 class StandaloneCluster:

@@ -7,17 +7,19 @@ pipelines"): v1 (no `version` key, `source.topics[]`, `sink.table_mapping`), v2 
 them into OUR document (a plain dict that `Pipeline.model_validate` accepts).
 
 Joins (v3 `join.left_source/right_source`, v1/v2 `join.sources[]` by orientation), filters
-and stateless transforms (expr-lang translated to Spark SQL, see exprlang.py) are imported.
-What we cannot run yet (OTLP sources, two sources without a join, filters or stateless
-transforms with a join, Schema Registry, Kerberos, AWS IAM, client certificates) is refused
-with a `ConfigError` naming the GlassFlow field, never dropped silently. Problems are
-reported with GlassFlow's field paths (`transforms[0].config.key: ...`) so users can find
-them in their own file.
+and stateless transforms (expr-lang translated to Spark SQL, see exprlang.py), OTLP sources
+(otlp.py), Avro and Protobuf with a Schema Registry (v3 files, formats.py), and Kafka's SASL
+PLAIN/SCRAM, Kerberos, AWS MSK IAM and mutual TLS (kafka.py) are imported. What we cannot run
+(another source type, several sources without a join, filters or stateless transforms with a
+join, a registry or a non-JSON format in a v1/v2 file) is refused with a `ConfigError` naming
+the GlassFlow field, never dropped silently. Problems are reported with GlassFlow's field
+paths (`transforms[0].config.key: ...`) so users can find them in their own file.
 
 The package, one module a job: `importer` (versions, the conversion, YAML), `reader` (typed
 access that names GlassFlow's fields in problems), `values` (durations, base64, PEM, type
-names), `kafka`, `schema`, `dedup`, `transforms` (with `exprlang`), `clickhouse`, `joins`,
-`document`, `v3`, `legacy` and `legacy_join` (v1/v2) with `legacy_common`.
+names), `kafka`, `formats`, `otlp`, `schema`, `dedup`, `transforms` (with `exprlang`),
+`clickhouse`, `joins`, `document`, `v3`, `legacy` and `legacy_join` (v1/v2) with
+`legacy_common`; `export` turns a streamsift document back into GlassFlow's v3 shape.
 """
 
 from __future__ import annotations
