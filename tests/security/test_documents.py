@@ -160,30 +160,31 @@ def test_allow_path_widens_the_roots(serve_factory: Callable[..., Serve], tmp_pa
     refused(server, inside(server, document(checkpoint_dir=str(tmp_path / "other"))), "runtime")
 
 
-def test_reset_state_deletes_only_what_the_pipeline_owns(open_server: Serve) -> None:
-    """A checkpoint_dir at the data dir's pipelines folder validates (it is inside), but a
-    reset must not delete every pipeline's directory with it."""
+@pytest.mark.parametrize("owner", ["pipelines", "clickhouse"])
+def test_reset_state_deletes_only_what_the_pipeline_owns(open_server: Serve, owner: str) -> None:
+    """A checkpoint_dir at the data dir's pipelines folder, or at the pipeline's own embedded
+    ClickHouse, validates (it is inside), but a reset must not delete every pipeline's
+    directory or the table's data with it."""
     data = open_server.data_dir
-    doc = document("sec-reset", checkpoint_dir=str(data / "pipelines"))  # path: clickhouse
-    keep = data / "pipelines" / "someone-else" / "keep.txt"
+    name = f"sec-reset-{owner}"
+    doc = document(name, checkpoint_dir=str(data / owner))  # sink path: clickhouse
+    keep = data / owner / "someone-else" / "keep.txt"
     keep.parent.mkdir(parents=True, exist_ok=True)
     keep.write_text("x")
     with httpx.Client(base_url=open_server.url, timeout=120) as http:
         assert http.post("/api/v1/pipelines", json=doc).status_code == 201
-        answer = http.post("/api/v1/pipelines/sec-reset/terminate")
+        answer = http.post(f"/api/v1/pipelines/{name}/terminate")
         assert answer.status_code == 200, answer.text
         # the relative path was stored as the data dir's: the server and its worker agree
-        stored = http.get("/api/v1/pipelines/sec-reset/document").json()
+        stored = http.get(f"/api/v1/pipelines/{name}/document").json()
         assert stored["sink"]["clickhouse"]["path"] == str(data.resolve() / "clickhouse")
         edited = copy.deepcopy(doc)
         edited["dedup"]["time_window"] = "2h"
-        answer = http.put(
-            "/api/v1/pipelines/sec-reset", params={"reset_state": "true"}, json=edited
-        )
+        answer = http.put(f"/api/v1/pipelines/{name}", params={"reset_state": "true"}, json=edited)
         assert answer.status_code == 422, answer.text
         assert "not a directory this pipeline owns" in answer.text
         assert keep.exists() and (data / "service.db").exists()
-        assert http.delete("/api/v1/pipelines/sec-reset").status_code in (200, 204)
+        assert http.delete(f"/api/v1/pipelines/{name}").status_code in (200, 204)
 
 
 # ---------------------------------------------------------------------------- Spark

@@ -409,14 +409,23 @@ class PipelineService:
 
     def _owned(self, checkpoint: Path) -> bool:
         """Whether reset_state may delete `checkpoint`: inside a root, below (not at) it, and
-        neither the service's own files nor another pipeline's directory."""
+        holding none of the service's own places nor any other place a pipeline keeps (its
+        directory, another's checkpoint, an embedded ClickHouse)."""
         if not self.policy.inside(checkpoint) or checkpoint in self.policy.roots:
             return False
-        protected = (self.data_dir, self.supervisor.pipelines_dir, self.data_dir / "endpoints")
-        if any(checkpoint == p or p.is_relative_to(checkpoint) for p in protected):
-            return False
-        others = (self.supervisor.directory(r.id).resolve() for r in self.store.list())
-        return not any(other.is_relative_to(checkpoint) for other in others)
+        protected = [self.data_dir, self.supervisor.pipelines_dir]
+        protected += [self.data_dir / name for name in ("endpoints", "glassflow")]
+        for record in self.store.list():
+            directory = self.supervisor.directory(record.id)
+            protected.append(directory)
+            with contextlib.suppress(ConfigError):
+                kept = parse_pipeline(self.store.document(record.id))
+                if kept.sink.clickhouse.path is not None:
+                    protected.append(kept.sink.clickhouse.path)
+                if kept.checkpoint_dir(directory).resolve() != checkpoint:
+                    protected.append(kept.checkpoint_dir(directory))
+        places = (Path(p).resolve() for p in protected)
+        return not any(place == checkpoint or place.is_relative_to(checkpoint) for place in places)
 
 
 def _native(doc: dict[str, Any]) -> dict[str, Any]:
