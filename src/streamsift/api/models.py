@@ -11,13 +11,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from streamsift.config.base import IDENTIFIER
 from streamsift.config.models import (
     ClickHouseConnection,
     KafkaSecurity,
     SchemaField,
     check_topic_name,
 )
+from streamsift.config.sink import check_table_name
 from streamsift.config.source import check_bootstrap_servers
 from streamsift.config.types import FieldType, parse_field_type
 
@@ -151,9 +151,7 @@ class ClickHouseColumnsRequest(ClickHouseConnection):
     @field_validator("table")
     @classmethod
     def _table(cls, v: str) -> str:
-        if not IDENTIFIER.fullmatch(v):
-            raise ValueError(f"{v[:100]!r} is not a plain table name (letters, digits, _)")
-        return v
+        return check_table_name(v)
 
     def connection(self) -> ClickHouseConnection:
         return ClickHouseConnection.model_validate(

@@ -122,9 +122,7 @@ class ClickHouseSink(ConfigModel):
     @field_validator("table")
     @classmethod
     def _table(cls, v: str) -> str:
-        if not IDENTIFIER.match(v):
-            raise ValueError(f"{shorten(v)} is not a plain table name (letters, digits, _)")
-        return v
+        return check_table_name(v)
 
     @field_validator("order_by", mode="before")
     @classmethod
@@ -151,6 +149,11 @@ class Dlq(ConfigModel):
     @field_validator("table")
     @classmethod
     def _table(cls, v: str | None) -> str | None:
-        if v is not None and not IDENTIFIER.match(v):
-            raise ValueError(f"{shorten(v)} is not a plain table name")
-        return v
+        return None if v is None else check_table_name(v)
+
+
+def check_table_name(v: str) -> str:
+    """`v` if it is a plain ClickHouse table name (the sink quotes nothing), else ValueError."""
+    if not IDENTIFIER.match(v):
+        raise ValueError(f"{shorten(v)} is not a plain table name (letters, digits, _)")
+    return v
