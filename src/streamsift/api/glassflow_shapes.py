@@ -176,6 +176,11 @@ def mask_secrets(value: Any) -> Any:
     return value
 
 
+def originals_of(data_dir: Path) -> Originals:
+    """The GlassFlow documents kept beside a service's store (`<data_dir>/glassflow/`)."""
+    return Originals(Path(data_dir) / "glassflow")
+
+
 class Originals:
     """GlassFlow documents and display names, one JSON file per pipeline in `directory`.
 

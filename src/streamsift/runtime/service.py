@@ -154,7 +154,7 @@ class PipelineService:
 
     def create(self, doc: dict[str, Any]) -> PipelineRecord:
         """Validate and store a new pipeline (id = its name), then start it."""
-        doc, pipeline = self._validated(doc)
+        doc, pipeline = judged(doc, self.policy)
         with self._lock:
             self.store.add(pipeline.name, doc, pipeline)
             self._launch(pipeline.name)
@@ -398,15 +398,6 @@ class PipelineService:
         shutil.rmtree(checkpoint, ignore_errors=True)
         (directory / "status.json").unlink(missing_ok=True)
 
-    def _validated(self, doc: dict[str, Any]) -> tuple[dict[str, Any], Pipeline]:
-        """The document in streamsift's format (GlassFlow's converted, relative paths made
-        the data dir's) and its model, validated with the fields its sources take from their
-        registries (the document keeps `from_registry` as written) and by the policy."""
-        doc = self.policy.anchored_document(_native(doc))
-        pipeline = parse_resolved(doc)
-        self.policy.check(pipeline)
-        return doc, pipeline
-
     def _owned(self, checkpoint: Path) -> bool:
         """Whether reset_state may delete `checkpoint`: inside a root, below (not at) it, and
         holding none of the service's own places nor any other place a pipeline keeps (its
@@ -426,6 +417,17 @@ class PipelineService:
                     protected.append(kept.checkpoint_dir(directory))
         places = (Path(p).resolve() for p in protected)
         return not any(place == checkpoint or place.is_relative_to(checkpoint) for place in places)
+
+
+def judged(doc: dict[str, Any], policy: DocumentPolicy) -> tuple[dict[str, Any], Pipeline]:
+    """A document as the service takes it, for create and the validate route alike: in
+    streamsift's format (GlassFlow's converted, relative paths made the data dir's) and its
+    model, validated with the fields its sources take from their registries (the document
+    keeps `from_registry` as written) and by `policy`."""
+    doc = policy.anchored_document(_native(doc))
+    pipeline = parse_resolved(doc)
+    policy.check(pipeline)
+    return doc, pipeline
 
 
 def _native(doc: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, FastAPI, Query, Request, Response
@@ -30,6 +29,7 @@ from streamsift.api.glassflow_shapes import (
     dlq_state,
     glassflow_errors,
     normalize_v3,
+    originals_of,
     rfc3339,
     transformation_type,
 )
@@ -62,7 +62,7 @@ def _status_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _originals(service: Any) -> Originals:
-    return Originals(Path(service.data_dir) / "glassflow")
+    return originals_of(service.data_dir)
 
 
 def _empty() -> Response:

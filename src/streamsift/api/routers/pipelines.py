@@ -9,14 +9,12 @@ Documents go out with their secrets as `***`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
-from fastapi import Path as PathParam
+from fastapi import APIRouter, Path, Query, Response
 
 from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody, ServiceDep
-from streamsift.api.glassflow_shapes import Originals
+from streamsift.api.glassflow_shapes import originals_of
 from streamsift.api.models import ErrorBody
 from streamsift.api.pipeline_models import (
     PipelineModel,
@@ -38,7 +36,7 @@ CONFLICT = {
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"], responses=CONFLICT)
 
-PipelineId = Annotated[str, PathParam(description="the pipeline's id: its document's name")]
+PipelineId = Annotated[str, Path(description="the pipeline's id: its document's name")]
 
 
 @router.post(
@@ -89,7 +87,7 @@ def edit(
 def delete(pipeline_id: PipelineId, service: ServiceDep) -> None:
     service.delete(pipeline_id)
     # the GlassFlow routes keep a pipeline's GlassFlow document beside the store: gone with it
-    Originals(Path(service.data_dir) / "glassflow").forget(pipeline_id)
+    originals_of(service.data_dir).forget(pipeline_id)
 
 
 @router.post("/{pipeline_id}/stop", summary="stop gracefully: the micro-batch in flight ends")

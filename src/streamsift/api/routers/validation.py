@@ -6,9 +6,8 @@ from fastapi import APIRouter
 
 from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody, SettingsDep
 from streamsift.api.models import ErrorBody, ValidateResult
-from streamsift.config.loader import is_glassflow
 from streamsift.config.summary import summary
-from streamsift.runtime.registry_fields import parse_resolved
+from streamsift.runtime.service import judged
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
 
@@ -22,9 +21,5 @@ router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
 def validate(document: DocumentBody, settings: SettingsDep) -> ValidateResult:
     """As create would judge it: the document (its relative paths the data dir's), then what
     this server lets documents name."""
-    policy = settings.document_policy()
-    if not is_glassflow(document):
-        document = policy.anchored_document(document)
-    pipeline = parse_resolved(document)
-    policy.check(pipeline)
+    _, pipeline = judged(document, settings.document_policy())
     return ValidateResult(name=pipeline.name, summary=summary(pipeline))
