@@ -7,7 +7,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml 2>/dev/null | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml tools/streamsift-bench/pyproject.toml 2>/dev/null | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 UI_BUILT := src/streamsift/ui/static/index.html
 UI_SOURCES := $(shell find ui/src -type f 2>/dev/null) ui/index.html ui/package.json \
@@ -17,12 +17,13 @@ UI_SOURCES := $(shell find ui/src -type f 2>/dev/null) ui/index.html ui/package.
 
 setup: $(STAMP) java ui jvm-archive
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tools/streamsift-bench/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed: install python3.11 (apt-get install python3.11 python3.11-venv)")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
-	$(PY) -m streamsift.runtime.bytecode
+	$(PY) -m pip install -q -e tools/streamsift-bench
+	$(PY) -m streamsift.spark_host.bytecode
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -32,7 +33,7 @@ java:
 # the driver JVM's class-data-sharing archive, built once into the user's cache (~1 min the
 # first time; afterwards only checked); runs start without it when it is missing or stale
 jvm-archive: $(STAMP) java
-	@$(PY) -m streamsift.runtime.class_archive_build
+	@$(PY) -m streamsift.spark_host.class_archive_build
 
 ui: $(UI_BUILT)
 
@@ -47,14 +48,14 @@ demo: setup
 	$(VENV)/bin/streamsift demo
 
 test: setup browser
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests tools
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: setup
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests tools
 	$(VENV)/bin/lint-imports --no-cache
-	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/ruff format --check src tests tools
 
 clean:
 	rm -rf $(VENV) .streamsift .pytest_cache .ruff_cache ui/node_modules src/streamsift/ui/static

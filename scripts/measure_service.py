@@ -44,7 +44,7 @@ import psutil
 import yaml
 
 from streamsift.embedded.broker import Broker
-from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
+from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 from streamsift.sdk import Client
 
 REPO = Path(__file__).resolve().parents[1]

@@ -95,7 +95,7 @@ def schema_registry() -> Iterator[Any]:
     """A Confluent-compatible schema registry (streamsift.testing) on a loopback port; its
     `url`, and its `state` (schemas, subjects, the requests it answered)."""
     from api_server import ServerThread
-    from streamsift.testing.schema_registry import RegistryState, build_registry_app
+    from support.schema_registry import RegistryState, build_registry_app
 
     state = RegistryState()
     with ServerThread(build_registry_app(state)) as server:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from streamsift.loadtest.schema import EVENT_FIELDS, EVENT_MAPPING
+from streamsift.sample_data.schema import EVENT_FIELDS, EVENT_MAPPING
 
 LOCAL_KAFKA = "127.0.0.1:9092"  # unit tests: validated, never contacted
 UNUSED_CLICKHOUSE = {"path": "/tmp/unused"}  # unit tests: validated, never opened

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from streamsift.embedded.broker import Broker
-from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
+from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

@@ -22,8 +22,8 @@ import pytest
 from streamsift.cli import demo_join
 from streamsift.cli.demo_join import report_lines
 from streamsift.cli.main import main
-from streamsift.loadtest.generator import JoinSpec, generate_join_streams
-from streamsift.loadtest.join_events import BAD_ORDERS, BAD_USERS, reference_rows
+from streamsift.sample_data.generator import JoinSpec, generate_join_streams
+from streamsift.sample_data.join_events import BAD_ORDERS, BAD_USERS, reference_rows
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS, USERS = 300, 15  # seed 7: 60 order re-sends, 15 user re-sends, 25 orders of no user

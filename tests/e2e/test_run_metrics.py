@@ -17,7 +17,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from test_signals import EXAMPLE, count_rows, start_cli, wait_for
 
-from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
+from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 
 pytestmark = pytest.mark.e2e
 EVENTS = 300

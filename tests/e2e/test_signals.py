@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
+from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

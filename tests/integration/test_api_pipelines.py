@@ -25,8 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from service_helpers import pipeline_doc, produce, wait_for
 from streamsift.embedded.broker import Broker, free_port
 from streamsift.embedded.clickhouse_server import spawn_server
-from streamsift.runtime.processes import kill_pid_tree
 from streamsift.sdk import Client, Conflict, NotFound
+from streamsift.spark_host.processes import kill_pid_tree
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,9 @@ import pytest
 
 from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
-from streamsift.loadtest.schema import EVENT_MAPPING
-from streamsift.runtime.arrow_passthrough import PASSTHROUGH_ENV
-from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.engine.arrow_passthrough import PASSTHROUGH_ENV
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sample_data.schema import EVENT_MAPPING
 
 pytestmark = pytest.mark.integration
 

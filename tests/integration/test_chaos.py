@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from streamsift.loadtest.chaos import ChaosOptions, run_chaos
-from streamsift.loadtest.generator import JoinSpec, generate_join_streams
-from streamsift.loadtest.join_events import LATENESS, ORDERS_TOPIC, USERS_TOPIC, in_step
+from streamsift.sample_data.generator import JoinSpec, generate_join_streams
+from streamsift.sample_data.join_events import LATENESS, ORDERS_TOPIC, USERS_TOPIC, in_step
+from streamsift_bench.chaos import ChaosOptions, run_chaos
 
 pytestmark = pytest.mark.integration
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
-from streamsift.runtime.checkpoint import clear_interrupted_writes, has_batches
-from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.engine.checkpoint import clear_interrupted_writes, has_batches
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ import pytest
 
 from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
-from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.sinks.dlq_store import DlqStore
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sinks.dlq_queries import DlqStore
 
 pytestmark = pytest.mark.integration
 

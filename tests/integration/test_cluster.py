@@ -25,7 +25,7 @@ import yaml
 
 from pipeline_docs import event_doc
 from streamsift.embedded.clickhouse_server import spawn_server
-from streamsift.loadtest.generator import (
+from streamsift.sample_data.generator import (
     EventSpec,
     JoinSpec,
     Truth,
@@ -33,19 +33,19 @@ from streamsift.loadtest.generator import (
     generate_join_streams,
     produce,
 )
-from streamsift.loadtest.join_events import (
+from streamsift.sample_data.join_events import (
     ROW_COLUMNS,
     TABLE,
     join_pipeline_doc,
     reference_rows,
 )
-from streamsift.runtime import processes
-from streamsift.runtime.environment import (
+from streamsift.spark_host import processes
+from streamsift.spark_host.environment import (
     default_cache_dir,
     pack_environment,
     runtime_distributions,
 )
-from streamsift.testing.spark_cluster import LOOPBACK_DRIVER_CONF, StandaloneCluster, free_port
+from support.spark_cluster import LOOPBACK_DRIVER_CONF, StandaloneCluster, free_port
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from confluent_kafka import Producer
 
-from streamsift.loadtest.generator import BASE_TIME, EventSpec, Truth, generate, produce
-from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sample_data.generator import BASE_TIME, EventSpec, Truth, generate, produce
 
 pytestmark = pytest.mark.integration
 

@@ -30,10 +30,10 @@ from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.cli.main import main
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
-from streamsift.runtime.errors import PipelineFailed
-from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.runtime.replay import ReplayConflict, Replayer
-from streamsift.sinks.dlq_store import DlqStore
+from streamsift.engine.errors import PipelineFailed
+from streamsift.engine.replay import ReplayConflict, Replayer
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sinks.dlq_queries import DlqStore
 from streamsift.sources.errors import SourceError
 
 pytestmark = pytest.mark.integration

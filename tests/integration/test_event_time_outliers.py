@@ -20,7 +20,7 @@ from test_join import T0, M, encode, order, pipeline_doc, user
 
 from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
-from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.engine.runner import PipelineRunner
 
 pytestmark = pytest.mark.integration
 

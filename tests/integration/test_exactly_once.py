@@ -23,9 +23,9 @@ from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
 from streamsift.embedded.clickhouse_faults import set_remote_faults
 from streamsift.embedded.clickhouse_server import spawn_server
-from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
-from streamsift.loadtest.schema import EVENT_MAPPING
-from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
+from streamsift.sample_data.schema import EVENT_MAPPING
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 
 from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
-from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.engine.runner import PipelineRunner
 
 pytestmark = pytest.mark.integration
 

@@ -28,7 +28,7 @@ from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
 from streamsift.embedded.clickhouse_server import spawn_server
-from streamsift.runtime.service import PipelineService
+from streamsift.service.core import PipelineService
 
 pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"

@@ -20,8 +20,8 @@ import pytest
 
 from streamsift.config import parse_pipeline
 from streamsift.config.glassflow.importer import import_glassflow
-from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.sinks.dlq_store import DlqStore
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sinks.dlq_queries import DlqStore
 
 pytestmark = pytest.mark.integration
 

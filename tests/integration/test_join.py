@@ -16,8 +16,8 @@ import pytest
 
 from pipeline_docs import fields, join_doc, join_source, mapping
 from streamsift.config import parse_pipeline
-from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.runtime.query_conf import JOIN_STATE_FORMAT
+from streamsift.engine.runner import PipelineRunner
+from streamsift.spark_host.query_conf import JOIN_STATE_FORMAT
 
 pytestmark = pytest.mark.integration
 

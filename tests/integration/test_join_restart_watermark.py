@@ -35,7 +35,7 @@ import pytest
 from test_join import T0, H, M, encode, order, pipeline_doc, user
 
 from streamsift.config import parse_pipeline
-from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.engine.runner import PipelineRunner
 
 pytestmark = pytest.mark.integration
 

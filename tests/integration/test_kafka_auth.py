@@ -13,7 +13,7 @@ import pytest
 
 from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
-from streamsift.runtime.query import read_spec
+from streamsift.engine.query import read_spec
 from streamsift.sources.errors import SourceError, SourceUnavailable
 from streamsift.sources.kafka import KafkaStreamReader
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamsift.runtime.session import spark_session
+from streamsift.spark_host.session import spark_session
 
 pytestmark = pytest.mark.integration
 

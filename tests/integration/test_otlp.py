@@ -34,8 +34,8 @@ from otlp_helpers import (
 from streamsift.config import parse_pipeline
 from streamsift.config.glassflow.importer import import_glassflow
 from streamsift.config.models import Pipeline
-from streamsift.runtime.otlp import OtlpReceiver
-from streamsift.runtime.pipeline import PipelineRunner
+from streamsift.engine.runner import PipelineRunner
+from streamsift.service.otlp_receiver import OtlpReceiver
 
 pytestmark = pytest.mark.integration
 

@@ -23,10 +23,10 @@ from registry_messages import (
     serialize,
 )
 from streamsift.config import parse_pipeline
-from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.runtime.registry_fields import parse_resolved
-from streamsift.runtime.replay import Replayer
-from streamsift.sinks.dlq_store import DlqStore
+from streamsift.engine.registry_fields import parse_resolved
+from streamsift.engine.replay import Replayer
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sinks.dlq_queries import DlqStore
 from streamsift.sinks.errors import SinkError
 
 pytestmark = pytest.mark.integration

@@ -12,10 +12,10 @@ import pytest
 
 from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
-from streamsift.runtime.errors import PipelineFailed
-from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.runtime.schema_drift import ADDED_COLUMNS_FILE
-from streamsift.sinks.dlq_store import DlqStore
+from streamsift.engine.errors import PipelineFailed
+from streamsift.engine.new_columns import ADDED_COLUMNS_FILE
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sinks.dlq_queries import DlqStore
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +67,7 @@ def test_new_fields_become_columns_exactly_once_across_a_crash_and_restarts(
         raise RuntimeError("crash between ALTER and insert")
 
     crashed.drift.after_alter = crash
-    caplog.set_level(logging.WARNING, logger="streamsift.runtime")
+    caplog.set_level(logging.WARNING, logger="streamsift.engine")
     with pytest.raises(PipelineFailed):
         crashed.run(until_caught_up=True)
     writer = crashed.writer

@@ -1,12 +1,12 @@
-"""Spark keeps its temp files in this process's scratch directory (runtime/scratch.py), which
+"""Spark keeps its temp files in this process's scratch directory (spark_host/scratch.py), which
 the next streamsift process removes if this one is killed (tests/integration/test_chaos.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamsift.runtime import scratch
-from streamsift.runtime.session import spark_session
+from streamsift.spark_host import scratch
+from streamsift.spark_host.session import spark_session
 
 pytestmark = pytest.mark.integration
 

@@ -23,9 +23,9 @@ from confluent_kafka import Producer
 from service_helpers import pipeline_doc, produce, wait_for
 from streamsift.embedded.broker import Broker, free_port
 from streamsift.errors import ConflictError
-from streamsift.runtime.lifecycle import State
-from streamsift.runtime.processes import kill_pid_tree
-from streamsift.runtime.service import PipelineService
+from streamsift.service.core import PipelineService
+from streamsift.service.lifecycle import State
+from streamsift.spark_host.processes import kill_pid_tree
 
 pytestmark = pytest.mark.integration
 
@@ -173,8 +173,8 @@ SERVER = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from streamsift.runtime.lifecycle import State
-    from streamsift.runtime.service import PipelineService
+    from streamsift.service.lifecycle import State
+    from streamsift.service.core import PipelineService
 
     service = PipelineService(Path(sys.argv[1]))
     service.start()

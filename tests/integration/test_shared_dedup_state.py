@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
-from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.runtime.session import spark_session
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
+from streamsift.spark_host.session import spark_session
 from streamsift.transforms.dedup_store import PartitionStore, local_cache_root
 
 pytestmark = pytest.mark.integration
@@ -52,7 +52,7 @@ def test_moving_a_local_pipeline_to_shared_state_lets_no_duplicate_through(
 
     # no cache left (as on a new executor): the shared state alone must reject them again
     digest = local_cache_root(str(shared)).name
-    # Spark's local dir of this process (its scratch directory, runtime/scratch.py), where the
+    # Spark's local dir of this process (its scratch directory, spark_host/scratch.py), where the
     # block manager's dirs are its Python workers' SPARK_LOCAL_DIRS
     local_dir = spark_session().sparkContext.getConf().get("spark.local.dir", tempfile.gettempdir())
     caches = list(Path(local_dir).glob(f"blockmgr-*/streamsift-dedup-cache/{digest}"))

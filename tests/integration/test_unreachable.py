@@ -95,7 +95,7 @@ def test_sigterm_while_inserts_retry_leaves_the_batch_uncommitted(broker, tmp_pa
     """Server mode: ClickHouse goes away mid-run; SIGTERM ends the retrying at once, the batch
     in flight is not committed, and a later run with ClickHouse back writes each row once."""
     from streamsift.embedded.clickhouse_server import spawn_server
-    from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
+    from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 
     ch_data = tmp_path / "ch"
     server, port = spawn_server(ch_data)

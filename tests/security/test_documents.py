@@ -1,4 +1,4 @@
-"""What a pipeline document may name through `streamsift serve` (runtime/document_policy.py):
+"""What a pipeline document may name through `streamsift serve` (service/document_policy.py):
 no path outside the data dir, no Spark setting that loads code, no token provider by module.
 
 Each case goes to a real server on loopback; documents are judged by the validate route (which

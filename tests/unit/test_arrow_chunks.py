@@ -8,13 +8,13 @@ import pyarrow as pa
 
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS
 from streamsift.config.types import FieldType
-from streamsift.runtime.arrow_passthrough import (
+from streamsift.engine.arrow_passthrough import (
     FLAGGED_COLUMNS,
     PassThroughProcessor,
     flagged_of_chunks,
     unpack,
 )
-from streamsift.runtime.processor import SourceProcessor
+from streamsift.engine.processor import SourceProcessor
 from streamsift.sources.kafka import KafkaRecords
 from streamsift.transforms.parse import FieldSpec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from streamsift.bench.resources import CpuParties, TreeSampler
+from streamsift_bench.resources import CpuParties, TreeSampler
 
 
 def test_cores_are_cpu_seconds_per_second_of_the_step():

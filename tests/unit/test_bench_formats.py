@@ -8,9 +8,9 @@ import struct
 
 import pytest
 
-from streamsift.bench import formats
 from streamsift.config.registry_schemas import RegistryError
-from streamsift.runtime.decode_bench import DecodeRate, measure_decode
+from streamsift_bench import formats
+from streamsift_bench.decode_timing import DecodeRate, measure_decode
 
 
 def test_the_three_encodings_carry_the_same_order() -> None:

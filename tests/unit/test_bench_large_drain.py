@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from streamsift.bench.measures import drain_rates
-from streamsift.bench.report import markdown, ratios, targets
-from streamsift.bench.worker import pipeline_doc
-from streamsift.cli.bench import bench_options
 from streamsift.cli.main import build_parser
 from streamsift.config import parse_pipeline
+from streamsift_bench.commands.bench import bench_options
+from streamsift_bench.isolated_run import pipeline_doc
+from streamsift_bench.measures import drain_rates
+from streamsift_bench.report import markdown, ratios, targets
 
 
 def _opts(*argv: str):

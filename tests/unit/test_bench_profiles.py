@@ -10,12 +10,12 @@ import textwrap
 
 import pytest
 
-from streamsift.bench.profiles import Profiler, hottest, jfr_stacks, pyspy_stacks, render
+from streamsift_bench.profiles import Profiler, hottest, jfr_stacks, pyspy_stacks, render
 
 PYSPY_RAW = textwrap.dedent(
     """\
-    process 11:"python -m streamsift.bench.worker spec.json";main (worker.py:10);parse (parse.py:5) 6
-    process 11:"python -m streamsift.bench.worker spec.json";main (worker.py:12);insert (sink.py:7) 3
+    process 11:"python -m streamsift_bench.isolated_run spec.json";main (worker.py:10);parse (parse.py:5) 6
+    process 11:"python -m streamsift_bench.isolated_run spec.json";main (worker.py:12);insert (sink.py:7) 3
     process 12:"python -m pyspark.daemon pyspark.worker";main (worker.py:99);parse (parse.py:9) 1
     """
 )
@@ -45,7 +45,7 @@ JFR_PRINT = textwrap.dedent(
 def test_pyspy_stacks_group_by_function_and_process():
     stacks = pyspy_stacks(PYSPY_RAW)
     assert stacks[0] == (
-        ["process streamsift.bench.worker", "main (worker.py)", "parse (parse.py)"],
+        ["process streamsift_bench.isolated_run", "main (worker.py)", "parse (parse.py)"],
         6,
     )
     samples, hot = hottest(stacks)
@@ -53,7 +53,7 @@ def test_pyspy_stacks_group_by_function_and_process():
     assert (hot[0].name, hot[0].self_share, hot[0].total_share) == ("parse (parse.py)", 0.7, 0.7)
     assert (hot[1].name, hot[1].self_share) == ("insert (sink.py)", 0.3)
     summary = render("r", [("Python", stacks)])
-    assert "| process streamsift.bench.worker | 90.0% |" in summary
+    assert "| process streamsift_bench.isolated_run | 90.0% |" in summary
     assert "| process pyspark.daemon pyspark.worker | 10.0% |" in summary
 
 

@@ -7,7 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from streamsift.runtime.bytecode import add_bytecode, has_bytecode
+from streamsift.spark_host.bytecode import add_bytecode, has_bytecode
 
 
 def _zip(path: Path, files: dict[str, str]) -> Path:

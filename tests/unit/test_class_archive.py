@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from streamsift.runtime import class_archive
+from streamsift.spark_host import class_archive
 
 
 def test_the_archive_is_used_only_when_sealed(tmp_path, monkeypatch):

@@ -8,9 +8,9 @@ import pytest
 from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.errors import ConfigError
-from streamsift.runtime.errors import RuntimeConfigError
-from streamsift.runtime.pipeline import PipelineRunner, dedup_state_location
-from streamsift.runtime.session import MASTER_ENV, resolve_master
+from streamsift.engine.runner import PipelineRunner, dedup_state_location
+from streamsift.spark_host.errors import RuntimeConfigError
+from streamsift.spark_host.session import MASTER_ENV, resolve_master
 
 
 def doc(runtime: dict | None = None, clickhouse: dict | None = None) -> dict:

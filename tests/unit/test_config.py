@@ -630,6 +630,6 @@ def test_field_to_column_compatibility(field: FieldType, column: str, ok: bool) 
 
 def test_every_state_store_has_a_spark_provider() -> None:
     from streamsift.config.models import StateStore
-    from streamsift.runtime.session import STATE_STORE_PROVIDERS
+    from streamsift.spark_host.session import STATE_STORE_PROVIDERS
 
     assert set(STATE_STORE_PROVIDERS) == set(StateStore)

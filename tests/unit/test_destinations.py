@@ -1,11 +1,11 @@
-"""The `--allow-connect` matching (runtime/destinations.py): addresses, blocks, names, suffixes,
+"""The `--allow-connect` matching (service/destinations.py): addresses, blocks, names, suffixes,
 resolution (a resolver stands in for DNS: a table, no lookup leaves the test)."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamsift.runtime.destinations import allow_list, kafka_hosts, refused, url_host
+from streamsift.service.destinations import allow_list, kafka_hosts, refused, url_host
 
 DNS = {
     "localhost": ["127.0.0.1", "::1"],

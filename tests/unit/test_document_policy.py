@@ -1,4 +1,4 @@
-"""The service's rules for documents (runtime/document_policy.py) and the token provider
+"""The service's rules for documents (service/document_policy.py) and the token provider
 registry (sources/kafka_auth.py), as pure logic beside the server tests in tests/security."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from streamsift.config.errors import ConfigError
 from streamsift.config.kafka_security import KafkaSecurity
-from streamsift.runtime.document_policy import DocumentPolicy
+from streamsift.service.document_policy import DocumentPolicy
 from streamsift.sources import kafka_auth
 
 

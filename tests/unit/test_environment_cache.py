@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from streamsift.runtime.environment import _prune
+from streamsift.spark_host.environment import _prune
 
 
 def _archive(tmp_path, name: str, used_hours_ago: float):

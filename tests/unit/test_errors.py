@@ -6,10 +6,10 @@ import pytest
 
 from streamsift.cli import errors as cli_errors
 from streamsift.config import ConfigError
+from streamsift.engine.dead_letters import DlqNotFound, EmbeddedClickHouseBusy
+from streamsift.engine.errors import PipelineFailed
+from streamsift.engine.replay import ReplayConflict, ReplayUnsupported
 from streamsift.errors import RESUME_HINT, ErrorKind, StreamsiftError
-from streamsift.runtime.dead_letters import DlqNotFound, EmbeddedClickHouseBusy
-from streamsift.runtime.errors import PipelineFailed, RuntimeConfigError
-from streamsift.runtime.replay import ReplayConflict, ReplayUnsupported
 from streamsift.sinks.errors import (
     SinkConfigError,
     SinkError,
@@ -17,6 +17,7 @@ from streamsift.sinks.errors import (
     SinkTransientError,
 )
 from streamsift.sources.errors import SourceError, SourceUnavailable
+from streamsift.spark_host.errors import RuntimeConfigError
 
 KINDS = [
     (ConfigError("name: bad"), ErrorKind.CONFIGURATION, 2),
@@ -66,7 +67,7 @@ def test_other_errors_print_a_line_and_a_hint(capsys: pytest.CaptureFixture) -> 
 
 
 def test_the_fault_hook_is_read_once_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from streamsift.runtime.faults import KillAfterInserts, fault_from_environment
+    from streamsift.engine.faults import KillAfterInserts, fault_from_environment
 
     monkeypatch.delenv("STREAMSIFT_FAULT", raising=False)
     assert fault_from_environment(driver_pid=1) is None

@@ -15,7 +15,7 @@ from pathlib import Path
 from pyspark import cloudpickle
 
 from streamsift.config import load_pipeline
-from streamsift.runtime.query import pass_through_processor, read_spec
+from streamsift.engine.query import pass_through_processor, read_spec
 from streamsift.sources.kafka import make_data_source
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "pipelines"

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import streamsift.runtime as runtime_package
+import streamsift.service.authoring.expressions as expressions_package
 from streamsift.config.types import FieldType as F
-from streamsift.runtime.expression_eval import Budget, NotPreviewable
-from streamsift.runtime.expression_eval_functions import LAZY, STRICT
-from streamsift.runtime.expression_eval_like import like
-from streamsift.runtime.expression_preview import ExpressionProblem, evaluate
+from streamsift.service.authoring.expression_preview import ExpressionProblem, evaluate
+from streamsift.service.authoring.expressions.functions import LAZY, STRICT
+from streamsift.service.authoring.expressions.interpreter import Budget, NotPreviewable
+from streamsift.service.authoring.expressions.like import like
 
 FIELDS = {
     "n": F.INT,
@@ -287,7 +287,10 @@ def test_times_and_dates_are_json_ready() -> None:
     assert value("DATE'2026-01-02'", F.TIMESTAMP) == date(2026, 1, 2).isoformat()
 
 
-_PREVIEW_MODULES = sorted(Path(runtime_package.__file__).parent.glob("expression_*.py"))
+_EXPRESSIONS = Path(expressions_package.__file__).parent
+_PREVIEW_MODULES = sorted(_EXPRESSIONS.glob("*.py")) + [
+    _EXPRESSIONS.parent / "expression_preview.py"
+]
 
 
 @pytest.mark.parametrize("module", _PREVIEW_MODULES, ids=lambda p: p.name)
@@ -313,7 +316,7 @@ def test_no_code_execution_on_the_expression_path(module: Path) -> None:
 
 def test_the_preview_modules_are_all_checked() -> None:
     names = {p.name for p in _PREVIEW_MODULES}
-    assert {"expression_preview.py", "expression_eval.py"} <= names
+    assert {"expression_preview.py", "interpreter.py", "functions.py", "casts.py"} <= names
 
 
 # ------------------------------------------------------------ fuzzing the functions' arguments

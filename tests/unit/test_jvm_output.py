@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 
-from streamsift.runtime.jvm_output import FLUSH_MARK, _copy_lines
+from streamsift.spark_host.jvm_output import FLUSH_MARK, _copy_lines
 
 
 def test_noise_is_dropped_and_a_flush_mark_passes_on_a_line_cut_short() -> None:

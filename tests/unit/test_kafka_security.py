@@ -20,8 +20,7 @@ from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.glassflow.importer import import_glassflow
 from streamsift.config.kafka_security import KafkaSecurity, is_secret_property
-from streamsift.runtime.batch_writer import pipeline_secrets
-from streamsift.runtime.secret_box import get_path, secret_paths
+from streamsift.config.secrets import get_path, secret_paths, secret_values
 from streamsift.sources.errors import SourceError
 from streamsift.sources.kafka_auth import client_config, token_callback
 
@@ -237,8 +236,8 @@ def test_secrets_are_redacted_in_reprs_dumps_and_dead_letters() -> None:
     for text in shown:
         assert not any(s in text for s in SECRETS[:3]), text
     # a dead letter's error text is masked with every secret of the pipeline
-    assert set(SECRETS) <= set(pipeline_secrets(pipeline)) | {"MIIEkey-secret"}
-    assert PEM_KEY in pipeline_secrets(pipeline)
+    assert set(SECRETS) <= set(secret_values(pipeline)) | {"MIIEkey-secret"}
+    assert PEM_KEY in secret_values(pipeline)
     # the service encrypts every one at rest and masks it in its answers
     paths = list(secret_paths(pipeline, doc))
     sealed = {json.dumps(get_path(doc, p)) for p in paths}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from streamsift.errors import ConflictError
-from streamsift.runtime.lifecycle import (
+from streamsift.service.lifecycle import (
     TRANSITIONS,
     State,
     can_transition,

@@ -8,18 +8,18 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from streamsift.bench.common import interpolate, verify
-from streamsift.bench.measures import drain_rates, judge_step, memory_flatness, sustained_rate
-from streamsift.bench.report import markdown, ratios, targets
-from streamsift.loadtest.loadgen import (
+from streamsift.sample_data.reference import JoinTruth, dedup_first, reference_join
+from streamsift.sample_data.schema import id_checksum_part, pair_checksum_part
+from streamsift_bench.common import interpolate, verify
+from streamsift_bench.loadgen import (
     LATE_USER_PREFIX,
     JoinLoadSpec,
     LoadGenerator,
     LoadSpec,
     TokenBucket,
 )
-from streamsift.loadtest.reference import JoinTruth, dedup_first, reference_join
-from streamsift.loadtest.schema import id_checksum_part, pair_checksum_part
+from streamsift_bench.measures import drain_rates, judge_step, memory_flatness, sustained_rate
+from streamsift_bench.report import markdown, ratios, targets
 
 
 def gen(**spec) -> LoadGenerator:

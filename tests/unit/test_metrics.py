@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamsift.runtime.batch_writer import dead_letters_by_class, latency_since
-from streamsift.runtime.metrics import PipelineReport, pipeline_families, registry_of
-from streamsift.runtime.pipeline import retried_operation
-from streamsift.runtime.progress import LATENCY_SECONDS, Buckets, RunStats, SinkCounts
+from streamsift.engine.batch_writer import dead_letters_by_class, latency_since
+from streamsift.engine.progress import LATENCY_SECONDS, Buckets, RunStats, SinkCounts
+from streamsift.engine.runner import retried_operation
+from streamsift.service.metrics import PipelineReport, pipeline_families, registry_of
 
 
 def test_buckets_put_a_value_on_its_bound_in_that_bucket_and_add_up() -> None:

@@ -267,7 +267,7 @@ def test_otlp_source_config_defaults_and_errors():
 
 def test_the_receiver_token_is_a_secret_of_the_document():
     """Encrypted at rest and masked by the service like every other secret."""
-    from streamsift.runtime.secret_box import secret_paths
+    from streamsift.config.secrets import secret_paths
 
     doc = _otlp_doc(receiver={"token": "tok-123"})
     pipeline = parse_pipeline(doc)
@@ -299,7 +299,7 @@ def test_dotted_attribute_keys_are_read_from_the_map():
 def test_committed_offsets_come_from_the_last_committed_batch(tmp_path):
     """The lag's other side: Spark's commit log names the batch, its offset log the offsets
     (a batch written to the offset log but not committed does not count)."""
-    from streamsift.runtime.otlp import committed_offsets
+    from streamsift.service.otlp_receiver import committed_offsets
 
     spark = tmp_path / "spark"
     assert committed_offsets(spark, "t") == {}

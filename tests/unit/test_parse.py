@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from streamsift.config.types import FieldType
-from streamsift.runtime.batch_writer import error_class
+from streamsift.engine.batch_writer import error_class
 from streamsift.transforms.parse import FieldSpec, JsonParser, require_present, required_fields
 
 UTC = timezone.utc

@@ -1,4 +1,4 @@
-"""How a ClickHouse probe words a client's error (runtime/probes.py `server_failure`): by kind,
+"""How a ClickHouse probe words a client's error (service/authoring/probes.py `server_failure`): by kind,
 with the HTTP status or ClickHouse's error code, never with what the peer sent."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streamsift.errors import PermanentError, TransientError
-from streamsift.runtime.probes import (
+from streamsift.service.authoring.probes import (
     ClickHouseRefused,
     ClickHouseUnreachable,
     NotClickHouse,

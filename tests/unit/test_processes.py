@@ -3,6 +3,7 @@ moved (own process group, like PySpark's daemons; own session, like a spawned en
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streamsift.runtime import processes
+from streamsift.spark_host import processes
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -76,16 +77,19 @@ class Block:
         if name.split(".")[0] in ("confluent_kafka", "pydantic", "pyspark"):
             raise ImportError("blocked " + name)
 sys.meta_path.insert(0, Block())
-import streamsift.bench.common
+import streamsift_bench.common
 """
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_no_product_module_imports_the_test_helpers():
     src = Path(__file__).resolve().parents[2] / "src" / "streamsift"
-    offenders = [
-        str(path.relative_to(src))
-        for path in src.rglob("*.py")
-        if "streamsift.testing" in path.read_text() and path.parent.name != "testing"
-    ]
+    offenders = []
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(name == "support" or name.startswith("support.") for name in names):
+                offenders.append(str(path.relative_to(src)))
     assert offenders == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from streamsift.runtime.progress import RunStats
+from streamsift.engine.progress import RunStats
 
 
 def progress(batch: int, start: dict | None, end: dict, rows: int) -> dict:

@@ -1,4 +1,4 @@
-"""The Spark settings each query gets (runtime/query_conf.py): join state format by store,
+"""The Spark settings each query gets (spark_host/query_conf.py): join state format by store,
 RocksDB's row count off, checkpoint files through the FileSystem API, the pipeline's own
 `runtime.spark_conf` first."""
 
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pyspark
 
-from streamsift.bench.worker import pipeline_doc
 from streamsift.config import parse_pipeline
-from streamsift.runtime.query_conf import (
+from streamsift.spark_host.query_conf import (
     CHECKPOINT_FILES,
     FILE_SYSTEM_CHECKPOINT_FILES,
     JOIN_STATE_FORMAT,
     TRACK_ROWS,
     query_conf,
 )
+from streamsift_bench.isolated_run import pipeline_doc
 
 DEFAULTS = {CHECKPOINT_FILES: FILE_SYSTEM_CHECKPOINT_FILES, TRACK_ROWS: "false"}
 

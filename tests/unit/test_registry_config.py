@@ -13,17 +13,17 @@ from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.types import FieldType
 from streamsift.embedded.broker import free_port
-from streamsift.runtime.batch_writer import pipeline_secrets
-from streamsift.runtime.registry_fields import parse_resolved, require_fields
+from streamsift.config.secrets import secret_values
+from streamsift.engine.registry_fields import parse_resolved, require_fields
 from streamsift.sources.schema_registry import (
     RegistryClient,
     RegistryUnavailable,
     WriterSchemas,
     clear_cache,
 )
-from streamsift.testing.schema_registry import build_registry_app
 from streamsift.transforms.parse import FieldSpec
 from streamsift.transforms.registry_decode import RegistryParser
+from support.schema_registry import build_registry_app
 
 AVSC = '{"type":"record","name":"E","fields":[{"name":"id","type":"string"},{"name":"n","type":"long"}]}'
 SECRET = "sr-Secret-Kk31"
@@ -107,7 +107,7 @@ def test_from_registry_with_auth_and_the_masked_document(tmp_path) -> None:
             ("id", FieldType.STRING),
             ("n", FieldType.INT),
         ]
-        assert SECRET in pipeline_secrets(pipeline)  # masked in every DLQ error text
+        assert SECRET in secret_values(pipeline)  # masked in every DLQ error text
         assert SECRET not in repr(pipeline)
         # the service shows documents with "***" for secrets: config reads them as written,
         # and runtime refuses to send the masked password to the registry

@@ -24,7 +24,7 @@ from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import free_port
 from streamsift.sources.schema_registry import clear_cache
-from streamsift.testing.schema_registry import RegistryState, build_registry_app
+from support.schema_registry import RegistryState, build_registry_app
 
 AVSC = (
     '{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},'

@@ -10,8 +10,8 @@ import pytest
 
 from pipeline_docs import fields, join_doc, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
-from streamsift.runtime.replay import Replayer, ReplayUnsupported
-from streamsift.sinks.dlq_store import DeadLetter
+from streamsift.engine.replay import Replayer, ReplayUnsupported
+from streamsift.sinks.dlq_queries import DeadLetter
 
 T = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
 

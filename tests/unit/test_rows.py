@@ -20,7 +20,7 @@ from streamsift.config.rows import (
     SORT_KEY,
     SOURCE_COLUMNS,
 )
-from streamsift.runtime.processor import SourceProcessor
+from streamsift.engine.processor import SourceProcessor
 from streamsift.sources.kafka import KafkaRecords
 
 DOC: dict[str, Any] = pipeline_doc(

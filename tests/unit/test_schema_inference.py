@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamsift.config.types import FieldType
-from streamsift.runtime.schema_inference import infer_schema
+from streamsift.service.authoring.schema_inference import infer_schema
 
 
 def by_name(samples: list) -> dict:

@@ -1,4 +1,4 @@
-"""The test registry (streamsift.testing.schema_registry) answers confluent-kafka's own
+"""The test registry (support.schema_registry) answers confluent-kafka's own
 SchemaRegistryClient and serializers, and streamsift's registry client, the same way."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from api_server import ServerThread
 from streamsift.sources.schema_registry import RegistryClient, RegistryError, clear_cache
-from streamsift.testing.schema_registry import build_registry_app
+from support.schema_registry import build_registry_app
 
 AVRO_V1 = '{"type":"record","name":"A","fields":[{"name":"x","type":"long"}]}'
 AVRO_V2 = (

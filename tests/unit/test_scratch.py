@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from streamsift.runtime import scratch
+from streamsift.spark_host import scratch
 
 
 def _ended_process() -> tuple[int, str]:

@@ -18,8 +18,8 @@ from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.rows import OUTPUT_COLUMNS
 from streamsift.embedded.broker import free_port
-from streamsift.runtime.batch_writer import BatchWriter
-from streamsift.runtime.query import read_spec
+from streamsift.engine.batch_writer import BatchWriter
+from streamsift.engine.query import read_spec
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import RowFailure
 from streamsift.sinks.dlq import DLQ_COLUMNS

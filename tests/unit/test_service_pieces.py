@@ -7,10 +7,10 @@ import copy
 from typing import Any
 
 from streamsift.config import parse_pipeline
-from streamsift.runtime.edits import keep_masked_secrets, state_changes
-from streamsift.runtime.endpoints import served_document
-from streamsift.runtime.progress import lag_by_partition
-from streamsift.runtime.secret_box import secret_paths
+from streamsift.config.secrets import secret_paths
+from streamsift.engine.progress import lag_by_partition
+from streamsift.service.edits import keep_masked_secrets, state_changes
+from streamsift.service.endpoints import served_document
 
 FIELDS = [{"name": "id", "type": "string"}, {"name": "user", "type": "string"}]
 

@@ -6,7 +6,8 @@ import pytest
 
 from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
-from streamsift.runtime.batch_writer import pipeline_secrets, sink_error_class
+from streamsift.config.secrets import secret_values
+from streamsift.engine.batch_writer import sink_error_class
 from streamsift.sinks.clickhouse.error_text import row_error
 
 CHDB_UUID = (
@@ -77,4 +78,4 @@ def test_the_pipeline_passwords_are_the_secrets_masked():
             mapping=mapping(("id", "id", "String")),
         )
     )
-    assert sorted(pipeline_secrets(pipeline)) == ["ch-pw", "kafka-pw", "key-pw"]
+    assert sorted(secret_values(pipeline)) == ["ch-pw", "kafka-pw", "key-pw"]

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from streamsift.config import ConfigError, parse_pipeline
-from streamsift.runtime.signals import StopFlag, StopRequested
+from streamsift.engine.signals import StopFlag, StopRequested
 from streamsift.sinks.clickhouse.client import short_reason
 from streamsift.sinks.errors import SinkTransientError
 from streamsift.sinks.retry import RetryInterrupted, RetryPolicy

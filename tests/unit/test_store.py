@@ -12,9 +12,9 @@ from cryptography.fernet import Fernet
 
 from streamsift.config import parse_pipeline
 from streamsift.errors import ConflictError, NotFoundError
-from streamsift.runtime.lifecycle import DesiredState, State
-from streamsift.runtime.secret_box import KEY_ENV, SecretKeyError
-from streamsift.runtime.store import Store
+from streamsift.service.database import Store
+from streamsift.service.lifecycle import DesiredState, State
+from streamsift.service.secret_box import KEY_ENV, SecretKeyError
 from streamsift.sources.schema_registry import RegistryClient
 
 CH_PASSWORD = "ch-pass-Zq81"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import importlib
 
-from streamsift.sources import worker_heap
+from streamsift.spark_host import python_heap as worker_heap
 
 
 def test_the_first_tasks_freeze_what_the_worker_holds_and_later_ones_do_not():

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from streamsift.runtime import worker_python as wp
+from streamsift.spark_host import python_interpreter as wp
 
 
 def _path_seen_by(launcher: str, spark_home: str, pythonpath: str) -> list[str]:

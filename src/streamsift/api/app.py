@@ -37,8 +37,8 @@ from streamsift.api.routers import (
 )
 from streamsift.api.routers import glassflow as glassflow_api
 from streamsift.api.settings import ServiceSettings
-from streamsift.runtime.otlp import OtlpReceiver
-from streamsift.runtime.service import PipelineService
+from streamsift.service.core import PipelineService
+from streamsift.service.otlp_receiver import OtlpReceiver
 
 # Every route may answer these, in the one error shape (api/errors.py).
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {

@@ -21,7 +21,7 @@ from streamsift.api.settings import ServiceSettings
 from streamsift.config.errors import ConfigError
 from streamsift.config.loader import parse_document
 from streamsift.errors import TransientError
-from streamsift.runtime.service import PipelineService
+from streamsift.service.core import PipelineService
 
 # How a route that reads a DocumentBody describes its body in the OpenAPI document.
 DOCUMENT_BODY_OPENAPI: dict[str, Any] = {

@@ -28,9 +28,9 @@ from typing import Any
 
 from streamsift.config import ConfigError
 from streamsift.config.models import Pipeline
+from streamsift.engine.dead_letters import DeadLetters
 from streamsift.errors import ConflictError
-from streamsift.runtime.dead_letters import DeadLetters
-from streamsift.runtime.store import PipelineRecord
+from streamsift.service.database import PipelineRecord
 
 MASK = "***"
 # Keys of a GlassFlow document that hold secrets (masked when the original is kept).

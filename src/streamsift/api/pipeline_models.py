@@ -1,6 +1,6 @@
 """Response bodies of the pipeline and DLQ routes, built from what the service core returns.
 
-Records, statuses and history entries mirror runtime/service.py's dataclasses field by field
+Records, statuses and history entries mirror service/core.py's dataclasses field by field
 (read with `from_attributes`). Dead letters carry their key and payload as text when they are
 UTF-8, else base64 in `key_base64` / `payload_base64` (as `streamsift dlq show --json` prints
 them). Nothing here holds a secret: documents go out masked by the service (`***`).
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from streamsift.runtime.lifecycle import DesiredState, State
+from streamsift.service.lifecycle import DesiredState, State
 
 if TYPE_CHECKING:
-    from streamsift.runtime.dead_letters import ClassCount, DeadLetter, DlqTotals
+    from streamsift.engine.dead_letters import ClassCount, DeadLetter, DlqTotals
 
 
 class _Answer(BaseModel):

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from streamsift.config.loader import MAX_DOCUMENT_BYTES
-from streamsift.runtime.document_policy import DocumentPolicy
+from streamsift.service.document_policy import DocumentPolicy
 
 
 class ServiceSettings(BaseModel):
@@ -43,5 +43,5 @@ class ServiceSettings(BaseModel):
     allow_spark_conf: tuple[str, ...] = ()
 
     def document_policy(self) -> DocumentPolicy:
-        """What a document may name through this server (runtime/document_policy.py)."""
+        """What a document may name through this server (service/document_policy.py)."""
         return DocumentPolicy(self.data_dir.resolve(), self.allow_paths, self.allow_spark_conf)

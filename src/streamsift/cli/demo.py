@@ -21,9 +21,9 @@ from streamsift.cli.output import StatusLine
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
 from streamsift.embedded.broker import Broker
-from streamsift.loadtest.generator import EventSpec, Truth, generate, produce
-from streamsift.runtime.pipeline import PipelineRunner
-from streamsift.runtime.signals import StopFlag, install_stop_handlers
+from streamsift.engine.runner import PipelineRunner
+from streamsift.engine.signals import StopFlag, install_stop_handlers
+from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 
 DEMO_FIELDS = (
     ("event_id", "string", "event_id", "UUID"),

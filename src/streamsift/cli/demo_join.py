@@ -8,7 +8,7 @@ them (inner by default, or left outer) into embedded ClickHouse, until caught up
 reference computes the rows a correct pipeline must write from the generated data
 alone; the demo compares full row sets, the duplicates dropped on each side and the DLQ,
 and exits 1 on any mismatch. The pipeline, the malformed messages and the reference live in
-`streamsift.loadtest.join_events` (the kill -9 harness runs the same join).
+`streamsift.sample_data.join_events` (the kill -9 harness runs the same join).
 
 Left-outer NULL rows are written only once the join's watermark has passed their window
 (docs/semantics.md), which takes later events. So each stream ends with one event a day
@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamsift.loadtest.join_events import (
+from streamsift.engine.progress import RunStats, offsets
+from streamsift.engine.signals import StopFlag
+from streamsift.sample_data.join_events import (
     BAD_ORDERS,
     BAD_USERS,
     ORDERS_TOPIC,
@@ -38,8 +40,6 @@ from streamsift.loadtest.join_events import (
     join_pipeline,
     reference_rows,
 )
-from streamsift.runtime.progress import RunStats, offsets
-from streamsift.runtime.signals import StopFlag
 
 # ---------------------------------------------------------------------------- the run
 
@@ -94,14 +94,14 @@ def run_join_demo(
     None when `stop` was set: a stopped run may miss the micro-batches that the watermark's
     last move triggers (left-outer NULL rows), so it has nothing exact to compare."""
     from streamsift.embedded.broker import Broker
-    from streamsift.loadtest.generator import (
+    from streamsift.engine.query import DEFAULT_MAX_ROWS_PER_BATCH
+    from streamsift.engine.runner import PipelineRunner
+    from streamsift.sample_data.generator import (
         JoinSpec,
         generate_join_streams,
         produce,
         produce_raw,
     )
-    from streamsift.runtime.pipeline import PipelineRunner
-    from streamsift.runtime.query import DEFAULT_MAX_ROWS_PER_BATCH
 
     streams = generate_join_streams(
         JoinSpec(orders=opts.events, users=opts.users, duplicates=opts.duplicates, seed=opts.seed)

@@ -21,7 +21,7 @@ from streamsift.cli.output import fail
 from streamsift.config.models import Pipeline
 
 if TYPE_CHECKING:  # ClickHouse client and pyarrow load only when a dlq command runs
-    from streamsift.runtime.dead_letters import ClassCount, DeadLetter, DeadLetters, DlqTotals
+    from streamsift.engine.dead_letters import ClassCount, DeadLetter, DeadLetters, DlqTotals
 
 SHOW_PAYLOAD_CHARS = 2000
 Command = Callable[[argparse.Namespace, Pipeline, "DeadLetters"], int]
@@ -100,8 +100,8 @@ def _command(run: Command) -> Callable[[argparse.Namespace], int]:
     """Load the pipeline and open its dead letters; errors reach `main` with their hints."""
 
     def func(args: argparse.Namespace) -> int:
-        from streamsift.runtime.dead_letters import open_dead_letters
-        from streamsift.runtime.registry_fields import load_resolved
+        from streamsift.engine.dead_letters import open_dead_letters
+        from streamsift.engine.registry_fields import load_resolved
 
         pipeline = load_resolved(args.file)
         with open_dead_letters(pipeline) as letters:

@@ -6,16 +6,18 @@ import argparse
 import contextlib
 import os
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from streamsift import __version__
-from streamsift.cli import bench, chaos, dlq, errors, loadgen, package_env, serve
+from streamsift.cli import dlq, errors, package_env, serve
 from streamsift.cli.output import StatusLine, fail, setup_logging
 from streamsift.config import Pipeline, read_document
+from streamsift.engine.signals import ABORT_EXIT_CODE, AbortRequested, install_stop_handlers
 from streamsift.errors import ConfigurationError, StreamsiftError
-from streamsift.runtime.signals import ABORT_EXIT_CODE, AbortRequested, install_stop_handlers
 
+COMMANDS_GROUP = "streamsift.commands"
 PIPELINE_FILE_HELP = "pipeline file: streamsift YAML/JSON, or GlassFlow pipeline JSON (v1-v3)"
 DUPLICATES_RANGE = "from 0 up to, not including, 1"
 
@@ -106,12 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Further commands live in their own modules, each with register(subparsers) that adds a
     # parser and sets `func` (and `logs=False` for commands that need no log setup).
-    bench.register(sub)
-    loadgen.register(sub)
     dlq.register(sub)
-    chaos.register(sub)
     serve.register(sub)
     package_env.register(sub)
+    # The bench and load tools (`bench`, `loadgen`, `chaos`) are a distribution of their own
+    # (tools/streamsift-bench); installed, they add their commands the same way.
+    for command in entry_points(group=COMMANDS_GROUP):
+        command.load().register(sub)
     return parser
 
 
@@ -136,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from streamsift.config.summary import registry_schemas, summary  # pydantic on demand
-    from streamsift.runtime.registry_fields import load_resolved
+    from streamsift.engine.registry_fields import load_resolved
 
     pipeline = load_resolved(args.file)
     print(f"ok: {pipeline.name}: {summary(pipeline)}")
@@ -147,7 +150,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from streamsift.config.glassflow import glassflow_to_yaml
-    from streamsift.runtime.registry_fields import glassflow_with_registry_fields
+    from streamsift.engine.registry_fields import glassflow_with_registry_fields
 
     text = glassflow_to_yaml(glassflow_with_registry_fields(read_document(args.file)))
     if args.output:
@@ -159,8 +162,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from streamsift.runtime.pipeline import PipelineRunner
-    from streamsift.runtime.registry_fields import load_resolved
+    from streamsift.engine.registry_fields import load_resolved
+    from streamsift.engine.runner import PipelineRunner
 
     pipeline = load_resolved(args.file)
     with contextlib.ExitStack() as stack:
@@ -197,7 +200,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def otlp_receiver(stack: contextlib.ExitStack, pipeline: Pipeline, data_dir: Path) -> Pipeline:
     """For an OTLP pipeline: the bundled broker when the source names no Kafka, and the
     receiver, listening until the run ends. Returns the pipeline as it will run."""
-    from streamsift.runtime.otlp import otlp_source, receiver_for_run, with_bootstrap
+    from streamsift.service.otlp_receiver import otlp_source, receiver_for_run, with_bootstrap
 
     src = otlp_source(pipeline)
     if src is None:
@@ -233,7 +236,7 @@ def _serve_metrics(runner: Any, args: argparse.Namespace) -> Any:
     """Start the run's metrics server; one line says where. Returns its stop function."""
     from datetime import datetime, timezone
 
-    from streamsift.runtime.metrics import RunnerCollector, serve_metrics
+    from streamsift.service.metrics import RunnerCollector, serve_metrics
 
     if not 0 <= args.metrics_port <= 65535:
         raise ConfigurationError(

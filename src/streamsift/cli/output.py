@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TextIO
 
-from streamsift.runtime.progress import RunStats
+from streamsift.engine.progress import RunStats
 
 
 def setup_logging(verbose: bool) -> None:

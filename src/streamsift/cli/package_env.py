@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from streamsift.runtime.environment import EXECUTOR_PYTHON, archive_setting, pack_environment
+from streamsift.spark_host.environment import EXECUTOR_PYTHON, archive_setting, pack_environment
 
 
 def register(subparsers: Any) -> None:

@@ -141,7 +141,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         name, _, target = entry.partition("=")
         if not name.strip() or target.count(":") != 1:
             return fail(f"--token-provider takes NAME=MODULE:FUNCTION, not {entry!r}", code=2)
-    from streamsift.runtime.document_policy import serve_registered_providers_only
+    from streamsift.service.document_policy import serve_registered_providers_only
 
     serve_registered_providers_only(args.token_provider)
     from streamsift.api.http_guard import split_host
@@ -157,7 +157,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             code=2,
         )
     if args.master:
-        from streamsift.runtime.session import MASTER_ENV
+        from streamsift.spark_host.session import MASTER_ENV
 
         os.environ[MASTER_ENV] = args.master  # the pipeline workers it starts inherit it
     settings = ServiceSettings(

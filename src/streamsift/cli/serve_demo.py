@@ -25,9 +25,9 @@ from confluent_kafka import Producer
 
 from streamsift.embedded.broker import Broker
 from streamsift.errors import NotFoundError, StreamsiftError
-from streamsift.runtime.document_policy import DocumentPolicy
-from streamsift.runtime.lifecycle import State
-from streamsift.runtime.service import PipelineService
+from streamsift.service.core import PipelineService
+from streamsift.service.document_policy import DocumentPolicy
+from streamsift.service.lifecycle import State
 
 DEMO_PIPELINE = "demo-dedup"
 DEMO_TOPIC = "demo-events"

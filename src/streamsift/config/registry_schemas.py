@@ -2,7 +2,7 @@
 pipeline fields they give (nested records as dot paths).
 
 The same rules serve both sides: runtime derives a source's fields from a subject's schema
-(`schema.from_registry`, runtime/registry_fields.py), and the executors decode each message
+(`schema.from_registry`, engine/registry_fields.py), and the executors decode each message
 with its writer's schema (transforms/registry_decode.py) into values of those field types. A
 type that has no field type of its own (a record inside an array, a union of several types)
 becomes a `json` field holding the value as JSON text.

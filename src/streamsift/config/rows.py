@@ -3,12 +3,12 @@
 Besides the payload's fields, every row the pipeline moves carries metadata columns: where
 its Kafka message came from, its times, its raw message while it may still become a dead
 letter, why it failed, and (after a join) which right record it matched. They are declared
-here, once; the Spark schema of the source (runtime/processor.py), the output frame and its
-sort key (runtime/query.py), the join's selects (transforms/join.py) and the names a payload
+here, once; the Spark schema of the source (engine/processor.py), the output frame and its
+sort key (engine/query.py), the join's selects (transforms/join.py) and the names a payload
 field may not take (config/models.py) are all derived from `META_COLUMNS`.
 
 Types are Spark SQL type names (plain strings: the config layer imports neither pyspark nor
-pyarrow); runtime/processor.py maps them to pyspark's type objects.
+pyarrow); engine/processor.py maps them to pyspark's type objects.
 """
 
 from __future__ import annotations
@@ -145,9 +145,9 @@ META_COLUMNS: tuple[MetaColumn, ...] = (
     ),
 )
 
-# The source processor's metadata columns, after the payload's fields (runtime/processor.py).
+# The source processor's metadata columns, after the payload's fields (engine/processor.py).
 SOURCE_COLUMNS = tuple(c for c in META_COLUMNS if c.from_source)
-# The output frame's metadata columns, after the mapped columns (runtime/query.py).
+# The output frame's metadata columns, after the mapped columns (engine/query.py).
 OUTPUT_COLUMNS = tuple(c for c in META_COLUMNS if c.in_output)
 # Columns only a join sets: the matched right record's position (NO_RECORD when there is none).
 RIGHT_RECORD_COLUMNS = tuple(c for c in META_COLUMNS if (c.joined or "").startswith("r."))

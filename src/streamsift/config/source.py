@@ -174,7 +174,7 @@ class Schema(ConfigModel):
     # `attributes.http.method` then reads key `http.method` of map field `attributes`.
     literal_dots: ClassVar[bool] = False
     # Fields taken from the registry's subject; until runtime fetches them (with the
-    # password in clear: runtime/registry_fields.py) they are pending and not checked
+    # password in clear: engine/registry_fields.py) they are pending and not checked
     from_registry: RegistrySubject | None = None
 
     @field_validator("from_registry", mode="before")

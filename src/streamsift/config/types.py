@@ -34,7 +34,7 @@ class FieldType(str, Enum):
     JSON = "json"
 
 
-# The Spark SQL type of each field type's column (runtime/processor.py maps these names to
+# The Spark SQL type of each field type's column (engine/processor.py maps these names to
 # pyspark's type objects; the transforms use them in casts).
 SPARK_SQL_TYPES: dict[FieldType, str] = {
     FieldType.STRING: "STRING",

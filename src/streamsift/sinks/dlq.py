@@ -2,7 +2,7 @@
 
 Its columns are declared once, in `DLQ_TABLE`, with their ClickHouse and Arrow types; the
 table's DDL columns (`DLQ_COLUMNS`) and the Arrow schema of its inserts (`DLQ_ARROW_SCHEMA`)
-are derived from it. The marks table of `streamsift dlq` (sinks/dlq_store.py) reuses the
+are derived from it. The marks table of `streamsift dlq` (sinks/dlq_queries.py) reuses the
 columns it shares with it.
 """
 

@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import (
 from streamsift.sources.end_watch import EndWatcher
 from streamsift.sources.errors import SourceError, SourceUnavailable
 from streamsift.sources.kafka_auth import AuthRefusals, client_config, describe_security
-from streamsift.sources.worker_heap import freeze_heap
+from streamsift.spark_host.python_heap import freeze_heap
 
 FETCH_CHUNK = 50_000
 # A consumer that gets nothing for this long while the range's messages exist is replaced by

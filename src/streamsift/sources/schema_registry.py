@@ -1,7 +1,7 @@
 """A Confluent-compatible schema registry, read over HTTP with the standard library.
 
 A connector beside the Kafka one: runtime asks it for a subject's schema (fields taken from
-the registry, runtime/registry_fields.py) and the executors for a schema by the id in each
+the registry, engine/registry_fields.py) and the executors for a schema by the id in each
 message (`WriterSchemas`, the lookup transforms/registry_decode.py is given). Schemas are immutable per id, so they are cached for the life
 of the process; a subject's `latest` version is cached briefly. Picklable: Spark ships it to
 the executors inside the record processor. The password never appears in a repr, a log line

@@ -4,7 +4,7 @@ Spark's stream-stream join does the work: watermarks on both sides' `_event_time
 by `join.allowed_lateness`), equality of the key(s), and the event-time range
 `left.t - right.time_window <= right.t <= left.t + left.time_window`, in append mode, inner
 or left outer. Spark drops (and counts) records behind the watermark; see docs/semantics.md.
-Dead letters reach this point with a null `_event_time` (runtime/processor.py), so they never
+Dead letters reach this point with a null `_event_time` (engine/processor.py), so they never
 move a watermark; that includes records dated far ahead of their Kafka timestamp
 (`schema.max_future_skew`), which would otherwise push it past every later record.
 

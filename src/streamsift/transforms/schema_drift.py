@@ -3,7 +3,7 @@
 With `sink.on_new_fields` other than `ignore`, the parse step flags each record holding such
 fields (after dedup, so duplicates are still recognised) with a reason that starts with
 `NEW_FIELDS`. Under `dlq` that reason sends the record to the DLQ; under `add_columns` the
-sink adds a Nullable column per new field (runtime/schema_drift.py) and writes the record.
+sink adds a Nullable column per new field (engine/new_columns.py) and writes the record.
 
 A new field is a leaf of the message's objects (a scalar or an array, at any depth of
 objects; arrays are not entered) whose dot path is not a schema field, with a non-null

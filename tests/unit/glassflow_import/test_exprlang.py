@@ -8,7 +8,7 @@ import pytest
 from streamsift.config.glassflow.exprlang import ExprLangError, translate
 from streamsift.config.otlp import OTLP_FIELDS, OtlpSignal
 from streamsift.config.types import FieldType
-from streamsift.runtime.expression_preview import evaluate
+from streamsift.service.authoring.expression_preview import evaluate
 
 CELL = (
     "resource_attributes['cell.id'] ?? resource_attributes['ran.cell.id'] ?? "

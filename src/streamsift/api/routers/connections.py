@@ -1,10 +1,10 @@
 """Connection probes for the UI: reach a Kafka cluster or a ClickHouse, list what is there.
 
 Every route here (and the sampling and inference routes, routers/schemas.py) first checks its
-destination against the server's `--allow-connect` list (runtime/destinations.py): a host
+destination against the server's `--allow-connect` list (service/destinations.py): a host
 outside it is refused with 403 before any connection is made. Failures are said by kind
 (refused, timed out, TLS, not a ClickHouse, authentication): what a peer answered is never
-echoed (runtime/probes.py).
+echoed (service/authoring/probes.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from streamsift.api.models import (
 )
 from streamsift.api.settings import ServiceSettings
 from streamsift.config.models import ClickHouseConnection, KafkaSecurity
-from streamsift.runtime import destinations, probes
+from streamsift.service import destinations
+from streamsift.service.authoring import probes
 
 router = APIRouter(prefix="/api/v1/connections", tags=["connections"])
 
@@ -49,7 +50,7 @@ async def require_kafka_allowed(
     settings: ServiceSettings, bootstrap_servers: str, security: KafkaSecurity
 ) -> None:
     """The security block as a document's (no file outside the data dir, no token provider
-    by module: runtime/document_policy.py), then the brokers, and the OIDC token endpoint
+    by module: service/document_policy.py), then the brokers, and the OIDC token endpoint
     librdkafka fetches a token from."""
     settings.document_policy().check_security(security, "security")
     await require_allowed(

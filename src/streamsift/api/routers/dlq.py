@@ -1,6 +1,6 @@
 """A pipeline's dead letters: stats, a paged list, consume, purge and replay.
 
-The routes open the pipeline's DLQ table through the service (runtime/dead_letters.py, the
+The routes open the pipeline's DLQ table through the service (engine/dead_letters.py, the
 same code as `streamsift dlq`); they are plain functions, so FastAPI runs their ClickHouse work
 in its threadpool. A pipeline that has not created its DLQ table yet has no dead letters:
 its stats are zeros and its lists empty (no pipeline at all is a 404).
@@ -24,8 +24,8 @@ from streamsift.api.pipeline_models import (
     ReplayResult,
 )
 from streamsift.config import parse_pipeline
-from streamsift.runtime.dead_letters import DeadLetters, DlqNotFound
-from streamsift.runtime.service import PipelineService
+from streamsift.engine.dead_letters import DeadLetters, DlqNotFound
+from streamsift.service.core import PipelineService
 
 T = TypeVar("T")
 MAX_PAGE = 1000

@@ -2,7 +2,7 @@
 
 Checking and previewing run on worker threads, at most `_AT_ONCE` at a time (further requests
 wait on the event loop, holding no thread), so previews cannot take the threads `/healthz` and
-the other routes need; the preview's own budget (runtime/expression_eval.py) bounds each one.
+the other routes need; the preview's own budget (service/authoring/expressions/interpreter.py) bounds each one.
 An expression past a bound on its size or nesting is a 422 naming `expression`.
 """
 
@@ -21,7 +21,7 @@ from streamsift.api.models import (
     ExpressionRequest,
     ExpressionValueResult,
 )
-from streamsift.runtime import expression_preview
+from streamsift.service.authoring import expression_preview
 
 router = APIRouter(prefix="/api/v1/expressions", tags=["expressions"])
 

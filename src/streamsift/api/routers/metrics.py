@@ -1,4 +1,4 @@
-"""`GET /metrics`: Prometheus text of every pipeline of the server (runtime/metrics.py), behind
+"""`GET /metrics`: Prometheus text of every pipeline of the server (service/metrics.py), behind
 the token when the server has one (Prometheus sends it with `authorization: {credentials: T}`).
 Metric names, types and labels: docs/operations.md ("Metrics")."""
 
@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from streamsift.api.deps import ServiceDep
-from streamsift.runtime.metrics import ServiceCollector, exposition, registry_of
+from streamsift.service.metrics import ServiceCollector, exposition, registry_of
 
 router = APIRouter(tags=["metrics"])
 

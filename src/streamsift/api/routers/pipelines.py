@@ -1,6 +1,6 @@
 """Pipelines: create, list, read, edit, stop, terminate, resume, delete; status and history.
 
-Each route is one call of the service core (runtime/service.py); its errors answer in the one
+Each route is one call of the service core (service/core.py); its errors answer in the one
 shape (api/errors.py): a document's problems 422, no such pipeline 404, a request the state
 does not allow 409 with `current_status` and `valid_transitions`. Routes are plain functions:
 FastAPI runs them in its threadpool, so the service's blocking work never holds the event loop.
@@ -23,8 +23,8 @@ from streamsift.api.pipeline_models import (
     TableRowsModel,
 )
 from streamsift.config import parse_pipeline
-from streamsift.runtime.dead_letters import DlqNotFound
-from streamsift.runtime.table_preview import newest_rows
+from streamsift.engine.dead_letters import DlqNotFound
+from streamsift.service.authoring.table_preview import newest_rows
 
 CONFLICT = {
     409: {

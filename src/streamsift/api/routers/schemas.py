@@ -15,8 +15,8 @@ from starlette.concurrency import run_in_threadpool
 from streamsift.api.deps import SettingsDep
 from streamsift.api.models import InferRequest, InferResult, SampleRequest, SampleResult
 from streamsift.api.routers.connections import require_kafka_allowed
-from streamsift.runtime import probes
-from streamsift.runtime.schema_inference import InferredSchema, infer_schema
+from streamsift.service.authoring import probes
+from streamsift.service.authoring.schema_inference import InferredSchema, infer_schema
 
 router = APIRouter(prefix="/api/v1/schemas", tags=["schemas"])
 

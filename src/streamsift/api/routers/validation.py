@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody, SettingsDep
 from streamsift.api.models import ErrorBody, ValidateResult
 from streamsift.config.summary import summary
-from streamsift.runtime.service import judged
+from streamsift.service.core import judged
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
 

@@ -6,7 +6,7 @@ Avro `.avsc` object, or `.proto` text with the root message `name`. streamsift d
 with `source.format` and `source.schema_registry` (api_key/api_secret as username/password).
 The fields come from `schema_fields`, else from the Avro seed; otherwise (Protobuf: no
 `.proto` compiler here) runtime fills `schema_fields` in from the registry's latest schema of
-the topic's value subject before the file is converted (runtime/registry_fields.py): this
+the topic's value subject before the file is converted (engine/registry_fields.py): this
 module does no I/O. GlassFlow's inline mode without a registry is refused: streamsift reads
 schemas from a registry only.
 """

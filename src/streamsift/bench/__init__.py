@@ -1,1 +1,0 @@
-"""The benchmark suite: `streamsift bench` (see runner.py for what one run does)."""

@@ -1,0 +1,66 @@
+"""Repairs to a Spark checkpoint that a crash can leave behind.
+
+Spark writes each entry of its offset and commit logs under a hidden temporary name
+(`.N.<uuid>.tmp`, with a `..N.<uuid>.tmp.crc` beside it) and renames it when complete, so
+such a file is never an entry. A kill -9 between the two leaves it there; if that happens on
+the very first batch, the offsets directory holds no entry but is not empty, and Spark then
+refuses every restart (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY). One process owns a
+checkpoint at a time, so at start-up these files are leftovers and can go.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+SPARK_LOGS = ("offsets", "commits")
+log = logging.getLogger("streamsift.engine")
+
+
+def is_interrupted_write(path: Path) -> bool:
+    name = path.name
+    return name.startswith(".") and name.endswith((".tmp", ".tmp.crc"))
+
+
+def clear_interrupted_writes(spark_checkpoint: Path) -> list[Path]:
+    """Remove the temporary files of log entries whose write a crash cut short."""
+    removed = []
+    for name in SPARK_LOGS:
+        directory = spark_checkpoint / name
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.iterdir()):
+            if is_interrupted_write(path):
+                path.unlink()
+                removed.append(path)
+    if removed:
+        log.warning(
+            "removed %d file(s) of log entries a crash cut short in %s",
+            len(removed),
+            spark_checkpoint,
+        )
+    return removed
+
+
+def has_batches(spark_checkpoint: Path) -> bool:
+    """Whether Spark's offset log holds at least one planned micro-batch."""
+    offsets = spark_checkpoint / "offsets"
+    return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
+
+
+def committed_ends(spark_checkpoint: Path) -> dict[str, int]:
+    """The end offsets (`{"topic/partition": offset}`, every source) of the last micro-batch
+    Spark committed; empty when none was. An offset-log entry is `v1`, the batch's metadata,
+    then one JSON line per source."""
+    commits = spark_checkpoint / "commits"
+    done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
+    if not done:
+        return {}
+    lines = (spark_checkpoint / "offsets" / str(max(done))).read_text().splitlines()
+    ends: dict[str, int] = {}
+    for line in lines[2:]:
+        value = json.loads(line)
+        if isinstance(value, dict):
+            ends.update({k: int(v) for k, v in value.items()})
+    return ends

@@ -1,0 +1,3 @@
+"""The expression preview's own interpreter over sqlglot's parse tree (no Python is generated
+or run): `interpreter` walks the tree, `functions`, `arrays`, `casts` and `like` are what it
+knows, by Spark name."""

@@ -1,0 +1,80 @@
+"""What an edit of a pipeline's document may change without losing its state.
+
+A pipeline's checkpoint holds its Kafka offsets and its dedup and join state; that state is
+keyed by the dedup key and window, the join keys and windows, and the topics read. A new
+document that changes one of those cannot resume from the old checkpoint meaningfully, so the
+service refuses it unless the caller asks for a reset (a fresh checkpoint). Secrets shown as
+"***" in a document read back from the service keep their stored value when it is sent back.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from streamsift.config.durations import format_duration
+from streamsift.config.models import Dedup, JoinSource, Pipeline
+from streamsift.config.secrets import MASK, get_path, secret_paths, set_path
+
+
+def state_changes(old: Pipeline, new: Pipeline) -> list[str]:
+    """One line per change that invalidates the checkpoint's state (empty: none)."""
+    changes: list[str] = []
+    old_topics = [s.topic for s in old.inputs]
+    new_topics = [s.topic for s in new.inputs]
+    if old_topics != new_topics:
+        changes.append(f"source topics {old_topics} -> {new_topics}")
+    if _dedups(old) != _dedups(new):
+        changes.append(f"dedup {_describe(_dedups(old))} -> {_describe(_dedups(new))}")
+    if _join_keys(old) != _join_keys(new):
+        changes.append(f"join keys or windows {_join(old)} -> {_join(new)}")
+    return changes
+
+
+def _dedups(p: Pipeline) -> list[tuple[Any, ...] | None]:
+    if p.sources is None:
+        return [_dedup(p.dedup)]
+    return [_dedup(s.dedup) for s in p.sources if isinstance(s, JoinSource)]
+
+
+def _dedup(d: Dedup | None) -> tuple[Any, ...] | None:
+    return None if d is None else (d.mode.value, d.key, d.time_window, d.version_field)
+
+
+def _describe(dedups: list[tuple[Any, ...] | None]) -> str:
+    parts = []
+    for d in dedups:
+        parts.append(
+            "none" if d is None else f"{d[0]} on {'+'.join(d[1])} within {format_duration(d[2])}"
+        )
+    return ", ".join(parts)
+
+
+def _join(p: Pipeline) -> str:
+    j = p.join
+    if j is None:
+        return "none"
+    return (
+        f"{'+'.join(j.left.key)} within {format_duration(j.left.time_window)} = "
+        f"{'+'.join(j.right.key)} within {format_duration(j.right.time_window)}"
+    )
+
+
+def _join_keys(p: Pipeline) -> tuple[Any, ...] | None:
+    j = p.join
+    if j is None:
+        return None
+    return (j.left.key, j.left.time_window, j.right.key, j.right.time_window)
+
+
+def keep_masked_secrets(
+    new_doc: dict[str, Any], new: Pipeline, current_doc: dict[str, Any], current: Pipeline
+) -> dict[str, Any]:
+    """`new_doc` with each secret given as "***" replaced by the current document's value at
+    the same place (a document read back from the service and sent again keeps its secrets)."""
+    kept = copy.deepcopy(new_doc)
+    current_paths = set(secret_paths(current, current_doc))
+    for path in secret_paths(new, kept):
+        if get_path(kept, path) == MASK and path in current_paths:
+            set_path(kept, path, get_path(current_doc, path))
+    return kept

@@ -1,0 +1,222 @@
+"""Worker processes of the service: starting, watching, stopping, terminating, adopting.
+
+Each pipeline runs in its own worker process (service/pipeline_process.py) in a session of its own, so
+that a server killed with kill -9 leaves it running, and so that terminating it can kill its
+whole tree (the Spark JVM, PySpark's daemons) at once. A thread polls the workers about twice
+a second: their exit codes, and their `status.json` (the only way to learn how a worker that a
+previous server started ended: it is not our child). What it sees goes to two callbacks; the
+states themselves are the service's business.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamsift.service.pipeline_process import STATUS_FILE
+from streamsift.spark_host.processes import command_line, kill_pid_tree, kill_tree
+
+WORKER_MODULE = "streamsift.service.pipeline_process"
+LOG_FILE = "worker.log"
+POLL_S = 0.5
+# How an adopted worker ended, told by its last status (a child tells by its exit code).
+_EXIT_OF_FINAL_STATE = {"stopped": 0, "failed": 1}
+ENDED_WITHOUT_STATUS = -9
+
+log = logging.getLogger("streamsift.service")
+
+
+@dataclass
+class Worker:
+    """A worker process: our child (`proc`) or one adopted from a previous server."""
+
+    pipeline_id: str
+    directory: Path
+    pid: int
+    proc: subprocess.Popen[bytes] | None = None
+    seen_running: bool = False
+
+    def exit_code(self) -> int | None:
+        """None while it runs; then its exit code (for an adopted one, from its status)."""
+        if self.proc is not None:
+            return self.proc.poll()
+        if is_worker(self.pid, self.directory):
+            return None
+        state = (read_status(self.directory) or {}).get("state")
+        return _EXIT_OF_FINAL_STATE.get(state, ENDED_WITHOUT_STATUS)
+
+
+def is_worker(pid: int, directory: Path) -> bool:
+    """Is `pid` alive and our worker for `directory` (not a reused pid)?"""
+    args = command_line(pid)
+    return args is not None and WORKER_MODULE in args and str(directory) in args
+
+
+def find_worker(directory: Path) -> int | None:
+    """The pid of a live worker for `directory`, found among all processes, if any."""
+    for entry in Path("/proc").glob("[0-9]*"):
+        if is_worker(int(entry.name), directory):
+            return int(entry.name)
+    return None
+
+
+def read_status(directory: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((directory / STATUS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+class Supervisor:
+    """Starts and watches the workers of one data dir.
+
+    `on_running(id)`: a worker reports its query running. `on_exit(id, code, status)`: a
+    worker ended by itself or after `stop` (not after `terminate`, whose caller knows).
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        on_running: Callable[[str], None],
+        on_exit: Callable[[str, int, dict[str, Any]], None],
+    ) -> None:
+        self.pipelines_dir = Path(data_dir).resolve() / "pipelines"
+        self._on_running = on_running
+        self._on_exit = on_exit
+        self._workers: dict[str, Worker] = {}
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="supervisor", daemon=True)
+
+    def directory(self, pipeline_id: str) -> Path:
+        return self.pipelines_dir / pipeline_id
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop watching; the workers keep running (a next server adopts them)."""
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+    # ------------------------------------------------------------------ workers
+
+    def launch(self, pipeline_id: str, document: dict[str, Any], driver_inserts: bool) -> int:
+        """Start a worker for the pipeline, handing it `document` (secrets in clear) on its
+        stdin; returns its pid."""
+        directory = self.directory(pipeline_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / STATUS_FILE).unlink(missing_ok=True)  # the last run's says nothing now
+        command = [sys.executable, "-m", WORKER_MODULE, "--dir", str(directory)]
+        if driver_inserts:
+            command.append("--driver-inserts")
+        with (directory / LOG_FILE).open("ab") as log_file:
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        assert proc.stdin is not None
+        # a worker that dies at once (its log says why) is reported by the watch as it ends
+        with contextlib.suppress(BrokenPipeError), proc.stdin:
+            proc.stdin.write(json.dumps(document).encode())
+        with self._lock:
+            self._workers[pipeline_id] = Worker(pipeline_id, directory, proc.pid, proc)
+        log.info("pipeline %s: worker started (pid %d)", pipeline_id, proc.pid)
+        return proc.pid
+
+    def adopt(self, pipeline_id: str, pid: int | None) -> bool:
+        """Watch a worker a previous server started, if it still runs; False if it does not.
+
+        The recorded pid first; else any live worker for the pipeline's directory (one whose
+        pid the previous server had no time to record): never two workers on one checkpoint.
+        """
+        directory = self.directory(pipeline_id)
+        if pid is None or not is_worker(pid, directory):
+            pid = find_worker(directory)
+        if pid is None:
+            return False
+        with self._lock:  # (a running one is reported at the next poll, in case the
+            # previous server died before it could record it running)
+            self._workers[pipeline_id] = Worker(pipeline_id, directory, pid, None)
+        log.info("pipeline %s: adopted its running worker (pid %d)", pipeline_id, pid)
+        return True
+
+    def is_running(self, pipeline_id: str) -> bool:
+        with self._lock:
+            return pipeline_id in self._workers
+
+    def running(self) -> list[str]:
+        with self._lock:
+            return list(self._workers)
+
+    def stop(self, pipeline_id: str) -> None:
+        """Ask the worker to stop after its micro-batch in flight (SIGTERM)."""
+        with self._lock:
+            worker = self._workers.get(pipeline_id)
+        if worker is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, signal.SIGTERM)
+
+    def terminate(self, pipeline_id: str) -> None:
+        """Kill the worker's whole session at once (SIGKILL); returns when it is gone."""
+        with self._lock:
+            worker = self._workers.pop(pipeline_id, None)
+        if worker is None:
+            return
+        if worker.proc is not None:
+            kill_tree(worker.proc)
+        else:
+            kill_pid_tree(worker.pid, alive=is_worker(worker.pid, worker.directory))
+        log.info("pipeline %s: worker terminated (pid %d)", pipeline_id, worker.pid)
+
+    def status(self, pipeline_id: str) -> dict[str, Any] | None:
+        return read_status(self.directory(pipeline_id))
+
+    # ------------------------------------------------------------------ watching
+
+    def _watch(self) -> None:
+        while not self._done.wait(POLL_S):
+            self.poll()
+
+    def poll(self) -> None:
+        """One look at every worker: report the ones now running and the ones that ended."""
+        with self._lock:
+            workers = list(self._workers.values())
+        for worker in workers:
+            code = worker.exit_code()
+            if code is None:
+                if not worker.seen_running and self._reports_running(worker):
+                    worker.seen_running = True
+                    self._report(self._on_running, worker.pipeline_id)
+                continue
+            with self._lock:
+                if self._workers.get(worker.pipeline_id) is not worker:
+                    continue  # terminated meanwhile: its caller knows
+                del self._workers[worker.pipeline_id]
+            status = read_status(worker.directory) or {}
+            self._report(self._on_exit, worker.pipeline_id, code, status)
+
+    @staticmethod
+    def _reports_running(worker: Worker) -> bool:
+        return (read_status(worker.directory) or {}).get("state") == "running"
+
+    @staticmethod
+    def _report(callback: Callable[..., None], *args: Any) -> None:
+        try:
+            callback(*args)
+        except Exception:  # one pipeline's bookkeeping must not stop the watch of the others
+            log.exception("pipeline %s: handling its worker's report failed", args[0])

@@ -1,0 +1,371 @@
+"""Hand-written baselines: what a plain Python consumer achieves on the same data and sink.
+
+- `raw`: confluent-kafka consumer, `json.loads`, an in-memory set for first-wins dedup, Arrow
+  inserts of ~50k rows into ClickHouse: the "raw ceiling" of this machine.
+- `raw` without dedup: the same loop writing every message (the ingest ceiling).
+- `ch_final`: every message into a ReplacingMergeTree (version = first attempt wins) and the
+  dedup done by ClickHouse at read time with FINAL, whose read cost is measured too.
+- `raw_join`: the dedup-join scenario by hand: one consumer over both topics, first-wins
+  dedup per side in a dict, an in-memory symmetric hash join on the user id with the same
+  windows and watermark rule as streamsift's (state dropped once the watermark passed it),
+  Arrow inserts of ~50k joined rows.
+
+Each runs in its own worker process with its own chdb directory (one per process).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from streamsift_bench.common import (
+    JOIN_MAPPING,
+    JOIN_TABLE,
+    VERSION_COLUMN,
+    ProgressLog,
+    arrow_schema,
+    create_table_sql,
+    dir_bytes,
+    rows_to_arrow,
+    timed_query,
+    verify,
+    verify_join,
+)
+
+INSERT_ROWS = 50_000
+READ_QUERY = "SELECT count(), uniqExact(user_id), round(sum(amount), 2) FROM {source}"
+
+
+@dataclass
+class Drained:
+    """What one pass of a baseline's consume loop did, and when."""
+
+    consumed: int = 0
+    inserted: int = 0
+    inserts: int = 0
+    first_at: float | None = None  # wall time of the first poll that returned messages
+    done_at: float = 0.0
+
+    def timings(self, started_wall: float) -> dict[str, Any]:
+        """The result's time fields: processing (first message to last insert), wall and
+        start-up time from the worker process's start."""
+        first = self.first_at or self.done_at
+        return {
+            "processing_seconds": round(self.done_at - first, 3),
+            "wall_seconds": round(self.done_at - started_wall, 3),
+            "startup_seconds": round(first - started_wall, 3),
+            "processing_started_at": self.first_at,
+            "done_at": self.done_at,
+        }
+
+
+def consumer_from_start(spec: dict[str, Any], topics: list[str]) -> tuple[Consumer, list]:
+    """A consumer assigned every partition of `topics` from offset 0, and the (topic,
+    partition) pairs assigned."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": spec["bootstrap_servers"],
+            "group.id": f"bench-{spec['name']}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "fetch.wait.max.ms": 10,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    assigned = [
+        (topic, p)
+        for topic in topics
+        for p in sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+    ]
+    consumer.assign([TopicPartition(t, p, 0) for t, p in assigned])
+    return consumer, assigned
+
+
+def drain(
+    consumer: Consumer,
+    total: int,
+    progress: ProgressLog,
+    *,
+    take: Callable[[Any], None],
+    pending: Callable[[], int],
+    insert: Callable[[], int],
+    after_poll: Callable[[], None] | None = None,
+) -> Drained:
+    """Consume until `total` messages were read, handing each to `take`; closes the consumer.
+
+    After each poll: `after_poll`, then, once `pending()` rows reach INSERT_ROWS or everything
+    was read, `insert()` (which returns the rows it inserted) and an offset commit after it
+    (at-least-once). Progress is written after every poll.
+    """
+    done = Drained()
+
+    def flush() -> None:
+        rows = insert()
+        if rows:
+            done.inserted += rows
+            done.inserts += 1
+            consumer.commit(asynchronous=True)  # after the insert: at-least-once
+
+    try:
+        while done.consumed < total:
+            msgs = consumer.consume(10_000, 1.0)
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise RuntimeError(f"consume failed: {err.str()}")
+                done.consumed += 1
+                take(msg)
+            if msgs and done.first_at is None:
+                done.first_at = time.time()
+            if after_poll is not None:
+                after_poll()
+            if pending() >= INSERT_ROWS or done.consumed >= total:
+                flush()
+            progress.write(read=done.consumed, written=done.inserted)
+        flush()
+        done.done_at = time.time()
+    finally:
+        consumer.close()
+    progress.write(read=done.consumed, written=done.inserted)
+    return done
+
+
+def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
+    """Consume the whole topic once, dedup (or not), insert in ~50k-row chunks, verify."""
+    import clickhouse_connect
+
+    work = Path(spec["work_dir"])
+    final = spec["kind"] == "ch_final"
+    dedup = spec["dedup"] and not final
+    table = "events"
+    client = clickhouse_connect.get_client(dsn=f"chdb://{work / 'clickhouse'}")
+    engine = f"ReplacingMergeTree({VERSION_COLUMN})" if final else "MergeTree"
+    client.command(create_table_sql(table, engine=engine, version=final))
+    truth = spec["truth"]
+    consumer, _ = consumer_from_start(spec, [spec["topic"]])
+    seen: set[str] = set()
+    pending: list[dict] = []
+    insert_s = 0.0
+
+    def take(msg: Any) -> None:
+        event = json.loads(msg.value())
+        if dedup:
+            eid = event["event_id"]
+            if eid in seen:
+                return
+            seen.add(eid)
+        pending.append(event)
+
+    def insert() -> int:
+        nonlocal insert_s
+        if not pending:
+            return 0
+        t0 = time.perf_counter()
+        client.insert_arrow(table, rows_to_arrow(pending, version=final))
+        insert_s += time.perf_counter() - t0
+        rows = len(pending)
+        pending.clear()
+        return rows
+
+    done = drain(
+        consumer,
+        truth["produced"],
+        progress,
+        take=take,
+        pending=lambda: len(pending),
+        insert=insert,
+    )
+
+    def query(sql: str) -> tuple:
+        return client.query(sql).result_rows[0]
+
+    check = verify(query, table, truth, dedup=dedup or final, final=final)
+    result: dict[str, Any] = {
+        "read": done.consumed,
+        "written": done.inserted,
+        "inserts": done.inserts,
+        "insert_seconds": round(insert_s, 3),
+        **done.timings(spec["process_started"]),
+        "state_bytes": 0,
+        "sink_bytes": dir_bytes(work / "clickhouse"),
+        **check,
+    }
+    if final:
+        result["read_cost"] = final_read_cost(client, table)
+        # the FINAL check above is what a user of this design gets; count the stored rows too
+        result["stored_rows"] = int(query(f"SELECT count() FROM {table}")[0])
+    return result
+
+
+def final_read_cost(client: Any, table: str) -> dict[str, Any]:
+    """What reading through FINAL costs against reading an already deduplicated table."""
+
+    def query(sql: str) -> tuple:
+        return client.query(sql).result_rows[0]
+
+    parts = int(query(f"SELECT count() FROM system.parts WHERE table = '{table}' AND active")[0])
+    client.command(f"CREATE TABLE {table}_deduped AS {table} ENGINE = MergeTree ORDER BY event_id")
+    client.command(f"INSERT INTO {table}_deduped SELECT * FROM {table} FINAL")
+    final_s = timed_query(query, READ_QUERY.format(source=f"{table} FINAL"))
+    plain_s = timed_query(query, READ_QUERY.format(source=f"{table}_deduped"))
+    wrong = int(query(f"SELECT count() FROM {table}")[0])
+    return {
+        "query": READ_QUERY.format(source="t"),
+        "final_seconds": round(final_s, 4),
+        "deduped_table_seconds": round(plain_s, 4),
+        "final_over_deduped": round(final_s / plain_s, 2) if plain_s else None,
+        "active_parts": parts,
+        "rows_without_final": wrong,
+    }
+
+
+# ---------------------------------------------------------------------- the join by hand
+
+# the event times as their ISO text first, cast to timestamps per inserted table
+_JOIN_ARROW = arrow_schema(JOIN_MAPPING, timestamps=pa.string())
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def _ms(iso: str) -> int:
+    return int(datetime.fromisoformat(iso).timestamp() * 1000)
+
+
+def _window_ms(text: str) -> int:
+    from streamsift.config.durations import parse_duration
+
+    return int(parse_duration(text) / timedelta(milliseconds=1))
+
+
+def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
+    """Both topics through one consumer: dedup each side, join in memory, insert, verify."""
+    import clickhouse_connect
+
+    work = Path(spec["work_dir"])
+    join = spec["join"]
+    left_topic, right_topic = spec["topic"], join["topic"]
+    wl, wr = _window_ms(join["left_window"]), _window_ms(join["right_window"])
+    lateness = max(wl, wr)  # streamsift's default watermark delay
+    dedup_window = _window_ms(spec.get("window", "1h"))
+    client = clickhouse_connect.get_client(dsn=f"chdb://{work / 'clickhouse'}")
+    cols = ", ".join(f"`{m['column']}` {m['type']}" for m in JOIN_MAPPING)
+    client.command(
+        f"CREATE TABLE IF NOT EXISTS {JOIN_TABLE} ({cols}) ENGINE = MergeTree "
+        "ORDER BY (event_id, profile_event_id)"
+    )
+    truth = spec["truth"]
+    consumer, assigned = consumer_from_start(spec, [left_topic, right_topic])
+    # per side: dedup references (id -> event time) and join state (user -> [(time, event)])
+    seen: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    state: tuple[dict[str, list], dict[str, list]] = ({}, {})
+    # The watermark follows the slowest partition of either topic (one consumer fetches
+    # partitions at uneven paces, unlike streamsift's source, which admits each partition
+    # its share of a micro-batch), so no record is behind it unless its own partition is
+    # out of order by more than the lateness.
+    newest = dict.fromkeys(assigned, -(2**62))
+    watermark = -(2**62)
+    pending: list[tuple[dict, dict]] = []
+    behind = 0
+
+    def take(msg: Any) -> None:
+        nonlocal behind
+        side = 0 if msg.topic() == left_topic else 1
+        event = json.loads(msg.value())
+        t = _ms(event["created_at"] if side == 0 else event["updated_at"])
+        ref = seen[side].get(event["event_id"])
+        if ref is not None and abs(t - ref) < dedup_window:
+            return
+        seen[side][event["event_id"]] = t
+        if t < watermark:
+            behind += 1
+            return
+        where = (msg.topic(), msg.partition())
+        newest[where] = max(newest[where], t)
+        key = event["user"]["id"]
+        for to, other in state[1 - side].get(key, ()):
+            if side == 0 and t - wr <= to <= t + wl:
+                pending.append((event, other))
+            elif side == 1 and to - wr <= t <= to + wl:
+                pending.append((other, event))
+        state[side].setdefault(key, []).append((t, event))
+
+    def advance_watermark() -> None:
+        # the watermark moves between polls, like Spark's between micro-batches; what it has
+        # passed can match nothing any more (as in Spark's join)
+        nonlocal watermark
+        watermark = max(watermark, min(newest.values()) - lateness)
+        for side, window in ((0, wl), (1, wr)):
+            for key in list(state[side]):
+                kept = [(t, e) for t, e in state[side][key] if t + window >= watermark]
+                if kept:
+                    state[side][key] = kept
+                else:
+                    del state[side][key]
+
+    def insert() -> int:
+        if not pending:
+            return 0
+        columns = list(zip(*(_joined_row(le, re_) for le, re_ in pending), strict=True))
+        table = pa.Table.from_arrays(
+            [pa.array(c, f.type) for c, f in zip(columns, _JOIN_ARROW, strict=True)],
+            schema=_JOIN_ARROW,
+        )
+        for name in ("created_at", "profile_updated_at"):
+            i = table.schema.get_field_index(name)
+            table = table.set_column(i, name, table.column(i).cast(_TS))
+        client.insert_arrow(JOIN_TABLE, table)
+        rows = len(pending)
+        pending.clear()
+        return rows
+
+    done = drain(
+        consumer,
+        truth["produced"] + truth["join"]["right_messages"],
+        progress,
+        take=take,
+        pending=lambda: len(pending),
+        insert=insert,
+        after_poll=advance_watermark,
+    )
+
+    def query(sql: str) -> tuple:
+        return client.query(sql).result_rows[0]
+
+    check = verify_join(query, JOIN_TABLE, truth["join"])
+    return {
+        "read": done.consumed,
+        "events": truth["produced"],
+        "left_events": truth["produced"],
+        "right_events": truth["join"]["right_messages"],
+        "written": done.inserted,
+        "late_dropped": behind,
+        **done.timings(spec["process_started"]),
+        "state_bytes": 0,
+        "sink_bytes": dir_bytes(work / "clickhouse"),
+        **check,
+        "exact": check["exact"] and behind == 0,
+    }
+
+
+def _joined_row(left: dict, right: dict) -> tuple:
+    return (
+        left["event_id"],
+        left["user"]["id"],
+        left["amount"],
+        left["attempt"],
+        left["created_at"],
+        left["produced_at_ms"],
+        right["event_id"],
+        right["user"]["plan"],
+        right["attempt"],
+        right["updated_at"],
+    )

@@ -1,0 +1,568 @@
+"""kill -9 harness: run `streamsift run` on topics that keep growing, SIGKILL it at random
+moments, restart it, and finally compare ClickHouse with the generator's truth.
+
+Each round starts the pipeline as its own process group and kills the whole group (Python
+driver, Spark JVM, Python workers) with SIGKILL, wherever it is: starting up, reading,
+deduplicating, joining, inserting, or committing. The time before a kill is drawn from
+[min_up, max_up] and counts from the process start, or, with `up_from="work"`, from the
+moment the round's pipeline starts working on a micro-batch (Spark's start-up alone can
+outlast max_up on a busy machine). Each kill is logged with where Spark's offset and commit
+logs stood, and the report counts the kills that came after the round had done some work.
+
+Two pipeline shapes:
+
+- `dedup`: one 3-partition topic of generated events (with re-sends and one malformed
+  payload per `malformed_every` events), deduplicated on `event_id`. The verdict counts
+  missing and doubled keys, rows holding a re-send instead of the first version, and the DLQ.
+- `join`: the pipeline of `streamsift demo --join` (streamsift.sample_data.join_events): orders
+  and user profile events on two 3-partition topics, deduplicated each, then the temporal
+  join orders ⋈ users on the user id; inner by default. Both topics keep receiving events,
+  in step in event time, in slices spread over the whole kill phase, with one malformed
+  message per `malformed_every` messages on each topic. The truth is the independent
+  reference join over everything produced; the verdict compares the full multiset of
+  joined rows (order id, profile event id, amount, user name, plan): `missing` counts
+  reference rows ClickHouse lacks, `duplicated` rows it holds more often than the
+  reference (doubles and rows that should not exist). The DLQ count must be exact.
+
+  Why the expectation is exact whatever the kill moments: a replay re-runs a micro-batch
+  with the offsets and the watermark Spark logged for it, and no record ever falls behind
+  the join's watermark (the older side's newest event time minus 1 h), because both topics
+  are produced in event-time order, in step, and re-sends follow their original within five
+  messages. Then an inner join's output does not depend on where micro-batches begin and
+  end. With `join_type="left"`, the NULL rows of orders without a match appear only once the
+  watermark passes their window, which needs later events: the harness then holds back one
+  event a day after all others on each topic (`tail-order` and its user's profile), produces
+  them after a first catch-up run, and catches up again, so every NULL row is due.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import clickhouse_connect
+import yaml
+from confluent_kafka import Producer
+
+from streamsift.embedded.broker import Broker
+from streamsift.embedded.clickhouse_server import spawn_server
+from streamsift.sample_data.generator import (
+    EventSpec,
+    JoinSpec,
+    JoinStreams,
+    Truth,
+    generate,
+    generate_join_streams,
+    produce,
+)
+from streamsift.sample_data.join_events import (
+    BAD_ORDERS,
+    BAD_USERS,
+    ORDERS_TOPIC,
+    ROW_COLUMNS,
+    TABLE,
+    USERS_TOPIC,
+    in_step,
+    join_pipeline_doc,
+    reference_rows,
+)
+from streamsift.sample_data.schema import EVENT_FIELDS, EVENT_MAPPING
+from streamsift.spark_host import processes
+
+SHAPES = ("dedup", "join")
+JOIN_TYPES = ("inner", "left")
+MAX_ROWS_PER_BATCH = 8_000  # per source: a backlog after a restart takes several batches
+PRODUCE_BATCH = 2_000  # dedup shape: events produced at once
+WORK_TIMEOUT_S = 90.0  # up_from="work": kill anyway if a round shows no work by then
+
+
+@dataclass(frozen=True)
+class ChaosOptions:
+    kills: int = 20
+    events: int = 60_000  # dedup: events; join: order messages (re-sends included)
+    duplicates: float = 0.2
+    mode: str = "embedded"  # or "server": ClickHouse behind the HTTP endpoint, executor inserts
+    min_up_s: float = 4.0
+    max_up_s: float = 25.0
+    seed: int = 1
+    malformed_every: int = 500  # one bad payload per this many events (to count the DLQ too)
+    work_dir: Path = Path(".streamsift/chaos")
+    shape: str = "dedup"  # or "join"
+    join_type: str = "inner"  # join shape: inner or left (outer)
+    users: int = 1_000  # join shape: users publishing profile events
+    # join shape: spread producing over this long (None: over the whole kill phase, paced by
+    # the length of the rounds so far)
+    produce_s: float | None = None
+    # Count each round's time before the kill from the process start ("start"), or from the
+    # moment its pipeline starts working on a micro-batch ("work": kills land in batches
+    # however slowly Spark starts on a busy machine).
+    up_from: str = "start"
+
+    def __post_init__(self) -> None:
+        if self.shape not in SHAPES:
+            raise ValueError(f"shape must be one of {', '.join(SHAPES)}")
+        if self.join_type not in JOIN_TYPES:
+            raise ValueError(f"join_type must be one of {', '.join(JOIN_TYPES)}")
+        if self.mode not in ("embedded", "server"):
+            raise ValueError("mode must be embedded or server")
+        if self.up_from not in ("start", "work"):
+            raise ValueError("up_from must be start or work")
+
+
+@dataclass
+class Verdict:
+    """What ClickHouse holds against what the reference expects."""
+
+    produced: int
+    expected: int
+    in_clickhouse: int
+    missing: int
+    duplicated: int
+    wrong_version: int
+    dlq_expected: int
+    dlq_in_clickhouse: int
+
+
+@dataclass
+class ChaosReport(Verdict):
+    mode: str
+    kills: int
+    seconds: float
+    kill_times_s: list[float] = field(default_factory=list)
+    shape: str = "dedup"  # "dedup", or "join (inner)" / "join (left)"
+    kills_mid_run: int = 0  # kills after the round had planned, run or committed a batch
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.missing == 0
+            and self.duplicated == 0
+            and self.wrong_version == 0
+            and self.in_clickhouse == self.expected
+            and self.dlq_in_clickhouse == self.dlq_expected
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+    def table(self) -> str:
+        head = (
+            "| shape | mode | kills | produced | expected | in ClickHouse | missing | duplicated "
+            "| DLQ expected | DLQ | verdict |"
+        )
+        sep = "|---|---|---|---|---|---|---|---|---|---|---|"
+        row = (
+            f"| {self.shape} | {self.mode} | {self.kills} | {self.produced:,} | "
+            f"{self.expected:,} | {self.in_clickhouse:,} | {self.missing:,} | "
+            f"{self.duplicated:,} | {self.dlq_expected:,} | {self.dlq_in_clickhouse:,} | "
+            f"{'exact' if self.ok else 'MISMATCH'} |"
+        )
+        note = (
+            f"{self.kills_mid_run} of {self.kills} kills came after the run had planned, run or "
+            f"committed a micro-batch, the rest during start-up; {self.seconds:.0f}s in all"
+        )
+        return "\n".join([head, sep, row, "", note])
+
+
+class _Producer(threading.Thread):
+    """Runs a shape's producing in the background while the pipeline is being killed."""
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        super().__init__(daemon=True)
+        self.work = work
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.work()
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            self.error = exc
+
+
+class _DedupShape:
+    """One topic of generated events, deduplicated on the event id."""
+
+    label = "dedup"
+
+    def __init__(self, opts: ChaosOptions, bootstrap: str) -> None:
+        self.opts, self.bootstrap = opts, bootstrap
+        self.truth = Truth()
+        self.phase: _KillPhase | None = None  # set by run_chaos before producing starts
+        self.malformed = 0
+
+    def create_topics(self, broker: Broker) -> None:
+        broker.create_topic("chaos", 3)
+
+    def pipeline_doc(self, sink: dict[str, Any], work: Path) -> dict[str, Any]:
+        return {
+            "name": "chaos",
+            "source": {
+                "bootstrap_servers": self.bootstrap,
+                "topic": "chaos",
+                "schema": {"fields": EVENT_FIELDS, "event_time": "created_at"},
+            },
+            "dedup": {"key": "event_id", "time_window": "1h"},
+            "sink": {
+                "clickhouse": sink,
+                "table": "events",
+                "create_table": True,
+                "mapping": EVENT_MAPPING,
+                "max_batch_size": 2_000,
+            },
+            "runtime": {
+                "checkpoint_dir": str(work / "checkpoint"),
+                "max_rows_per_batch": MAX_ROWS_PER_BATCH,
+            },
+        }
+
+    def _pause(self, batches_left: int) -> float:
+        """Between two batches: with `up_from="work"` the events are spread over the kill
+        phase, so that every round has new events to work on (a drained pipeline gives a
+        kill nothing to interrupt); counted from the start, kills also land in start-up and
+        recovery, and the events go in within seconds, as before."""
+        if self.phase is None or self.opts.up_from != "work":
+            return 0.5
+        return max(0.5, self.phase.remaining_s() / batches_left)
+
+    def produce(self) -> None:
+        """Events in batches of 2,000 (one malformed payload per `malformed_every`)."""
+        opts = self.opts
+        events = generate(EventSpec(opts.events, opts.duplicates, 2_000, opts.seed), self.truth)
+        batches_left = math.ceil(opts.events / PRODUCE_BATCH)
+        batch: list[Any] = []
+        for i, event in enumerate(events, 1):
+            batch.append(event)
+            if opts.malformed_every and i % opts.malformed_every == 0:
+                batch.append(b'{"event_id": "broken", "amount": ')
+                self.malformed += 1
+            if len(batch) >= PRODUCE_BATCH:
+                produce(self.bootstrap, "chaos", batch)
+                batch = []
+                batches_left = max(1, batches_left - 1)
+                time.sleep(self._pause(batches_left))
+        if batch:
+            produce(self.bootstrap, "chaos", batch)
+
+    def finish(self, path: Path) -> None:
+        _catch_up(path)
+
+    def verdict(self, client: Any) -> Verdict:
+        counts = dict(
+            client.query("SELECT event_id, count() FROM events GROUP BY event_id").result_rows
+        )
+        expected = set(self.truth.first_versions)
+        return Verdict(
+            produced=self.truth.produced + self.malformed,
+            expected=len(expected),
+            in_clickhouse=sum(counts.values()),
+            missing=len(expected - set(counts)),
+            duplicated=sum(c - 1 for c in counts.values() if c > 1),
+            wrong_version=int(client.command("SELECT count() FROM events WHERE attempt > 0")),
+            dlq_expected=self.malformed,
+            dlq_in_clickhouse=int(client.command("SELECT count() FROM events_dlq")),
+        )
+
+
+class _JoinShape:
+    """Orders ⋈ user profiles (streamsift demo --join), both topics growing during the kills."""
+
+    SLICES = 100  # produce the streams in this many slices, evenly over the kill phase
+
+    def __init__(self, opts: ChaosOptions, bootstrap: str) -> None:
+        self.opts, self.bootstrap = opts, bootstrap
+        self.label = f"join ({opts.join_type})"
+        self.left = opts.join_type == "left"
+        self.streams: JoinStreams = generate_join_streams(
+            JoinSpec(
+                orders=opts.events,
+                users=opts.users,
+                duplicates=opts.duplicates,
+                seed=opts.seed,
+                tail=timedelta(days=1) if self.left else None,
+            )
+        )
+        tail = self.streams.tail_events // 2  # held back: produced after a first catch-up
+        self.body = (
+            self.streams.orders[: len(self.streams.orders) - tail],
+            self.streams.users[: len(self.streams.users) - tail],
+        )
+        self.tail = (
+            self.streams.orders[len(self.body[0]) :],
+            self.streams.users[len(self.body[1]) :],
+        )
+        self.malformed = {ORDERS_TOPIC: 0, USERS_TOPIC: 0}
+        self.produced = 0
+        self.phase: _KillPhase | None = None  # set by run_chaos before producing starts
+
+    def create_topics(self, broker: Broker) -> None:
+        broker.create_topic(ORDERS_TOPIC, 3)
+        broker.create_topic(USERS_TOPIC, 3)
+
+    def pipeline_doc(self, sink: dict[str, Any], work: Path) -> dict[str, Any]:
+        doc = join_pipeline_doc(
+            self.bootstrap,
+            work,
+            self.opts.join_type,
+            MAX_ROWS_PER_BATCH,
+            clickhouse=sink,
+            checkpoint_dir=work / "checkpoint",
+            name="chaos-join",
+        )
+        doc["sink"]["max_batch_size"] = 2_000  # several chunks (tokens) per batch
+        return doc
+
+    def produce(self) -> None:
+        order = in_step(*self.body)
+        per = max(1, math.ceil(len(order) / self.SLICES))
+        slices = math.ceil(len(order) / per)
+        produce_s = self.opts.produce_s
+        started = time.monotonic()
+        bad = {ORDERS_TOPIC: BAD_ORDERS, USERS_TOPIC: BAD_USERS}
+        keys = {ORDERS_TOPIC: "order_id", USERS_TOPIC: "event_id"}
+        seen = {ORDERS_TOPIC: 0, USERS_TOPIC: 0}
+        out = _KafkaOut(self.bootstrap)
+        for i, start in enumerate(range(0, len(order), per)):
+            for topic, event in order[start : start + per]:
+                out.send(topic, str(event[keys[topic]]).encode(), json.dumps(event).encode())
+                seen[topic] += 1
+                if self.opts.malformed_every and seen[topic] % self.opts.malformed_every == 0:
+                    key, value = bad[topic][self.malformed[topic] % len(bad[topic])]
+                    out.send(topic, key, value)
+                    self.malformed[topic] += 1
+            self.produced += out.flush()  # every slice is on the broker before the pause
+            if produce_s is not None:
+                time.sleep(max(0.0, started + produce_s * (i + 1) / slices - time.monotonic()))
+            elif self.phase is not None and i + 1 < slices:
+                time.sleep(self.phase.remaining_s() / (slices - i - 1))
+
+    def finish(self, path: Path) -> None:
+        _catch_up(path)
+        if self.left:  # the watermark events close every window: NULL rows become due
+            out = _KafkaOut(self.bootstrap)
+            for topic, key, events in (
+                (ORDERS_TOPIC, "order_id", self.tail[0]),
+                (USERS_TOPIC, "event_id", self.tail[1]),
+            ):
+                for event in events:
+                    out.send(topic, str(event[key]).encode(), json.dumps(event).encode())
+            self.produced += out.flush()
+            _catch_up(path)
+
+    def verdict(self, client: Any) -> Verdict:
+        expected = reference_rows(self.streams.orders, self.streams.users, self.opts.join_type)
+        actual: Counter = Counter(
+            (o, e, float(a), n, p)
+            for o, e, a, n, p in client.query(f"SELECT {ROW_COLUMNS} FROM {TABLE}").result_rows
+        )
+        missing, extra = expected.rows - actual, actual - expected.rows
+        dlq_expected = sum(self.malformed.values())
+        return Verdict(
+            produced=self.produced,
+            expected=sum(expected.rows.values()),
+            in_clickhouse=sum(actual.values()),
+            missing=sum(missing.values()),
+            duplicated=sum(extra.values()),
+            wrong_version=0,
+            dlq_expected=dlq_expected,
+            dlq_in_clickhouse=int(client.command(f"SELECT count() FROM {TABLE}_dlq")),
+        )
+
+
+class _KillPhase:
+    """How far the kill rounds have got, so a producer can spread its events over them all
+    (rounds last as long as Spark takes to start, which varies a lot with the machine's load)."""
+
+    def __init__(self, opts: ChaosOptions) -> None:
+        self.kills = opts.kills
+        up = (opts.min_up_s + opts.max_up_s) / 2
+        self.guess_s = up + (20.0 if opts.up_from == "work" else 0.0)  # a round, before any ended
+        self.started = time.monotonic()
+        self.rounds = 0
+
+    def remaining_s(self) -> float:
+        elapsed = time.monotonic() - self.started
+        per_round = elapsed / self.rounds if self.rounds else self.guess_s
+        return max(0.0, per_round * self.kills - elapsed)
+
+
+class _KafkaOut:
+    """One idempotent producer for a whole run; `flush` waits for the broker's acks."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.producer = Producer(
+            {"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True}
+        )
+        self.acked = 0
+        self.failed: list[str] = []
+
+    def _delivered(self, err: object, _msg: object) -> None:
+        if err is None:
+            self.acked += 1
+        else:
+            self.failed.append(str(err))
+
+    def send(self, topic: str, key: bytes | None, value: bytes) -> None:
+        while True:
+            try:
+                self.producer.produce(topic, value=value, key=key, on_delivery=self._delivered)
+                break
+            except BufferError:
+                self.producer.poll(0.1)
+        self.producer.poll(0)
+
+    def flush(self) -> int:
+        """Wait for everything sent so far; return how many messages were acked since the last
+        flush."""
+        if self.producer.flush(60) > 0:
+            raise RuntimeError("Kafka did not acknowledge every message within 60 s")
+        if self.failed:
+            raise RuntimeError(f"{len(self.failed)} messages were not delivered: {self.failed[0]}")
+        acked, self.acked = self.acked, 0
+        return acked
+
+
+def run_chaos(opts: ChaosOptions, log: Any = print) -> ChaosReport:
+    work = opts.work_dir.resolve()
+    if (work / "checkpoint").exists() or (work / "clickhouse").exists():
+        raise ValueError(f"{work} holds an earlier run (checkpoint, ClickHouse data): use another")
+    work.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(opts.seed)
+    started = time.monotonic()
+    with Broker() as broker:
+        shape = (_JoinShape if opts.shape == "join" else _DedupShape)(
+            opts, broker.bootstrap_servers
+        )
+        shape.create_topics(broker)
+        endpoint, port = (None, None)
+        data_dir = work / "clickhouse"
+        if opts.mode == "server":
+            endpoint, port = spawn_server(data_dir)
+            sink: dict[str, Any] = {"host": "127.0.0.1", "port": port}
+        else:
+            sink = {"path": str(data_dir)}
+        path = work / "pipeline.yaml"
+        path.write_text(yaml.safe_dump(shape.pipeline_doc(sink, work)))
+        logs = work / "logs"
+        logs.mkdir(exist_ok=True)
+        phase = _KillPhase(opts)
+        shape.phase = phase
+        producer = _Producer(shape.produce)
+        producer.start()
+        kill_times: list[float] = []
+        mid_run = 0
+        proc: subprocess.Popen | None = None
+        try:
+            checkpoint = work / "checkpoint"
+            for k in range(opts.kills):
+                before = _activity(checkpoint)
+                proc = processes.start(
+                    [sys.executable, "-m", "streamsift.cli.main", "run", str(path)],
+                    logs / f"run-{k + 1:02d}.log",
+                    own_session=True,  # killed as one, PySpark's daemons included
+                )
+                waited = 0.0
+                if opts.up_from == "work":
+                    waited = _wait_for_work(proc, checkpoint, before, WORK_TIMEOUT_S)
+                up = rng.uniform(opts.min_up_s, opts.max_up_s)
+                time.sleep(up)
+                stray = processes.kill_tree(proc)
+                kill_times.append(round(waited + up, 1))
+                working = _activity(checkpoint) != before  # a batch planned, run or committed
+                mid_run += working
+                phase.rounds += 1
+                since = f"{waited:.1f}s + {up:.1f}s" if opts.up_from == "work" else f"{up:.1f}s"
+                log(
+                    f"kill {k + 1}/{opts.kills} after {since} (exit {proc.returncode}"
+                    + (f", +{stray} PySpark worker processes" if stray else "")
+                    + f"); {_describe(_batch_logs(checkpoint))}; "
+                    + ("killed at work" if working else "killed during start-up")
+                )
+            producer.join()
+            if producer.error:
+                raise producer.error
+            log(f"producing done; catching up ({time.monotonic() - started:.0f}s in)")
+            shape.finish(path)
+            log(f"caught up ({time.monotonic() - started:.0f}s in); comparing")
+            if endpoint is None:
+                endpoint, port = spawn_server(data_dir)
+            client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
+            verdict = shape.verdict(client)
+        finally:
+            if proc is not None and proc.poll() is None:  # interrupted inside a round
+                processes.kill_tree(proc)
+            if endpoint is not None:
+                processes.stop(endpoint, 10)
+    return ChaosReport(
+        mode=opts.mode,
+        kills=opts.kills,
+        **asdict(verdict),
+        seconds=round(time.monotonic() - started, 1),
+        kill_times_s=kill_times,
+        shape=shape.label,
+        kills_mid_run=mid_run,
+    )
+
+
+def _batch_logs(checkpoint: Path) -> tuple[int, int]:
+    """The newest batch in Spark's offset log (planned) and commit log (done); -1: none."""
+
+    def last(name: str) -> int:
+        ids = [p.name for p in (checkpoint / "spark" / name).glob("[0-9]*")]
+        return max((int(i) for i in ids if i.isdigit()), default=-1)
+
+    return last("offsets"), last("commits")
+
+
+def _activity(checkpoint: Path) -> tuple[Any, ...]:
+    """What changes once a run works on a micro-batch: Spark's offset and commit logs (a batch
+    planned or committed) and the dedup state directories (the source's partitions read, e.g.
+    re-running an open batch: RocksDB files appear on open)."""
+    stamps = []
+    for d in sorted(checkpoint.glob("dedup/*/*")):
+        with contextlib.suppress(OSError):
+            stamps.append((d.name, d.parent.name, d.stat().st_mtime_ns))
+    return (_batch_logs(checkpoint), tuple(stamps))
+
+
+def _wait_for_work(
+    proc: subprocess.Popen, checkpoint: Path, before: tuple[Any, ...], timeout_s: float
+) -> float:
+    """Wait until the run works on a micro-batch (or exits, or `timeout_s`); return seconds."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s and proc.poll() is None:
+        if _activity(checkpoint) != before:
+            break
+        time.sleep(0.2)
+    return time.monotonic() - started
+
+
+def _describe(logs: tuple[int, int]) -> str:
+    planned, committed = logs
+    if planned < 0:
+        return "no batch planned yet"
+    open_ = f", batch {planned} open" if planned > committed else ""
+    return f"batches planned {planned + 1}, committed {committed + 1}{open_}"
+
+
+def _catch_up(path: Path) -> None:
+    """Run the pipeline once more, until caught up, and wait for it."""
+    final = subprocess.run(
+        [sys.executable, "-m", "streamsift.cli.main", "run", str(path), "--until-caught-up"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    if final.returncode != 0:
+        raise RuntimeError(f"final catch-up run failed: {final.stderr[-2000:]}")
