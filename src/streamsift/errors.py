@@ -10,8 +10,9 @@ Three kinds, told apart by what the one who sees the error should do:
   checkpoint is intact, so after fixing the cause a new run resumes where this one stopped.
 
 Each package derives its own errors from these (`config.errors`, `sources.errors`,
-`sinks.errors`, `runtime.errors`). Faces map the kinds once: the CLI to exit codes
-(`cli/errors.py`), the API to HTTP statuses. This module imports nothing.
+`sinks.errors`, `spark_host.errors`, `engine.errors`, `service.errors`). Faces map the kinds
+once: the CLI to exit codes (`cli/exit_codes.py`), the API to HTTP statuses
+(`api/error_responses.py`). This module imports nothing.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.engine.replay import Replayer
 from streamsift.engine.runner import PipelineRunner
-from streamsift.sinks.dlq_queries import DlqStore
+from streamsift.sinks.dlq_queries import DlqQueries
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +127,7 @@ def test_bad_messages_end_in_the_dlq_with_their_reason_and_original(
     runner = PipelineRunner(pipeline, base_dir=tmp_path)
     runner.run(until_caught_up=True)
     writer = runner.writer
-    store = DlqStore(writer, pipeline.dlq_table)
+    store = DlqQueries(writer, pipeline.dlq_table)
     store.open()
     letters = {x.key: x for x in store.pending(100)}
 

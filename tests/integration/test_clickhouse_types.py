@@ -12,7 +12,7 @@ import pytest
 from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner
-from streamsift.sinks.dlq_queries import DlqStore
+from streamsift.sinks.dlq_queries import DlqQueries
 
 pytestmark = pytest.mark.integration
 
@@ -158,7 +158,7 @@ def test_every_column_type_round_trips_and_misfits_go_to_the_dlq(
     writer = runner.writer
     columns = ", ".join(f"toString(`{c}`)" for _, _, c, *_ in TYPES)
     rows = writer.query_rows(f"SELECT {columns} FROM {unique_name}")
-    store = DlqStore(writer, pipeline.dlq_table)
+    store = DlqQueries(writer, pipeline.dlq_table)
     store.open()
     letters = {x.key: x for x in store.pending(100)}
 

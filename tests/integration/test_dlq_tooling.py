@@ -30,10 +30,10 @@ from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.cli.main import main
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
-from streamsift.engine.errors import PipelineFailed
-from streamsift.engine.replay import ReplayConflict, Replayer
+from streamsift.engine.errors import PipelineFailed, ReplayConflict
+from streamsift.engine.replay import Replayer
 from streamsift.engine.runner import PipelineRunner
-from streamsift.sinks.dlq_queries import DlqStore
+from streamsift.sinks.dlq_queries import DlqQueries
 from streamsift.sources.errors import SourceError
 
 pytestmark = pytest.mark.integration
@@ -114,14 +114,14 @@ def produce_tracked(bootstrap: str, topic: str, msgs: list[dict]) -> None:
     assert all("pos" in m for m in msgs)
 
 
-def by_class(store: DlqStore) -> dict[tuple[str, str], tuple[int, int, int, int]]:
+def by_class(store: DlqQueries) -> dict[tuple[str, str], tuple[int, int, int, int]]:
     return {
         (c.stage, c.error_class): (c.pending, c.consumed, c.replayed, c.replaying)
         for c in store.stats()
     }
 
 
-def totals(store: DlqStore) -> Counter:
+def totals(store: DlqQueries) -> Counter:
     out: Counter = Counter()
     for c in store.stats():
         out.update(
@@ -162,12 +162,12 @@ def setup(broker, chdb_path, tmp_path, unique_name):
             )
         )
 
-    def run(msgs: list[dict], partitions: int = 3) -> tuple[PipelineRunner, DlqStore]:
+    def run(msgs: list[dict], partitions: int = 3) -> tuple[PipelineRunner, DlqQueries]:
         broker.create_topic(unique_name, partitions)
         produce_tracked(broker.bootstrap_servers, unique_name, msgs)
         runner = PipelineRunner(build("int"))
         runner.run(until_caught_up=True)
-        store = DlqStore(runner.writer, runner.pipeline.dlq_table)
+        store = DlqQueries(runner.writer, runner.pipeline.dlq_table)
         store.open()
         return runner, store
 
@@ -319,7 +319,7 @@ def test_rows_clickhouse_refused_are_replayed_once_the_table_accepts_them(
     )
     runner.run(until_caught_up=True)
     writer = runner.writer
-    store = DlqStore(writer, pipeline.dlq_table)
+    store = DlqQueries(writer, pipeline.dlq_table)
     store.open()
     assert writer.count(unique_name) == 34
     assert by_class(store) == {("sink", "clickhouse_469"): (6, 0, 0, 0)}

@@ -21,7 +21,7 @@ import pytest
 from streamsift.config import parse_pipeline
 from streamsift.config.glassflow.importer import import_glassflow
 from streamsift.engine.runner import PipelineRunner
-from streamsift.sinks.dlq_queries import DlqStore
+from streamsift.sinks.dlq_queries import DlqQueries
 
 pytestmark = pytest.mark.integration
 
@@ -133,7 +133,7 @@ def run_demo(
     pipeline = parse_pipeline(doc)
     runner = PipelineRunner(pipeline, base_dir=tmp_path)
     runner.run(until_caught_up=True)
-    store = DlqStore(runner.writer, pipeline.dlq_table)
+    store = DlqQueries(runner.writer, pipeline.dlq_table)
     store.open()
     refused = store.pending(100)
     assert len(refused) == dead_letters, [d.origin_error for d in refused]

@@ -26,7 +26,7 @@ from streamsift.config import parse_pipeline
 from streamsift.engine.registry_fields import parse_resolved
 from streamsift.engine.replay import Replayer
 from streamsift.engine.runner import PipelineRunner
-from streamsift.sinks.dlq_queries import DlqStore
+from streamsift.sinks.dlq_queries import DlqQueries
 from streamsift.sinks.errors import SinkError
 
 pytestmark = pytest.mark.integration
@@ -127,7 +127,7 @@ def test_avro_fields_from_registry_exact_rows_dlq_and_evolution_mid_stream(
     assert [f.name for f in pipeline.primary_source.schema_.fields][-1] == "note"
 
     runner = PipelineRunner(pipeline, base_dir=tmp_path)
-    store = DlqStore(runner.writer, pipeline.dlq_table)
+    store = DlqQueries(runner.writer, pipeline.dlq_table)
     thread = run_live(runner, None)
     try:
         wait_for(lambda: runner.writer.count(topic) >= 30)

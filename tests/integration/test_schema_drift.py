@@ -15,7 +15,7 @@ from streamsift.config import parse_pipeline
 from streamsift.engine.errors import PipelineFailed
 from streamsift.engine.new_columns import ADDED_COLUMNS_FILE
 from streamsift.engine.runner import PipelineRunner
-from streamsift.sinks.dlq_queries import DlqStore
+from streamsift.sinks.dlq_queries import DlqQueries
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ def msg(i: int, **extra: object) -> tuple[bytes, bytes]:
 
 
 def letters(runner: PipelineRunner, table: str) -> list:
-    store = DlqStore(runner.writer, table)
+    store = DlqQueries(runner.writer, table)
     store.open()
     return store.pending(100)
 

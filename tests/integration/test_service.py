@@ -210,7 +210,7 @@ def test_after_the_server_is_killed_pipelines_are_adopted_or_restarted_exactly(
 
     # a new server adopts the running worker (same pid) and its endpoint
     second = PipelineService(data_dir)
-    worker_pid = second.store.worker_pid(name)
+    worker_pid = second.database.worker_pid(name)
     second.start()
     try:
         assert worker_pid is not None and second.supervisor.is_running(name)
@@ -228,7 +228,7 @@ def test_after_the_server_is_killed_pipelines_are_adopted_or_restarted_exactly(
     third.start()
     try:
         wait_for("200 rows", lambda: rows(third, chdb, "svc_restart") == (200, 200))
-        assert third.store.worker_pid(name) not in (None, worker_pid)
+        assert third.database.worker_pid(name) not in (None, worker_pid)
         assert third.get(name).state is State.RUNNING
         notes = [c.note or "" for c in third.history(name)]
         assert any("restarted" in n for n in notes)

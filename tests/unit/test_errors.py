@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from streamsift.cli import errors as cli_errors
+from streamsift.cli import exit_codes
 from streamsift.config import ConfigError
-from streamsift.engine.dead_letters import DlqNotFound, EmbeddedClickHouseBusy
-from streamsift.engine.errors import PipelineFailed
-from streamsift.engine.replay import ReplayConflict, ReplayUnsupported
+from streamsift.engine.errors import (
+    DlqNotFound,
+    EmbeddedClickHouseBusy,
+    PipelineFailed,
+    ReplayConflict,
+    ReplayUnsupported,
+)
 from streamsift.errors import RESUME_HINT, ErrorKind, StreamsiftError
 from streamsift.sinks.errors import (
     SinkConfigError,
@@ -41,7 +45,7 @@ def test_every_error_has_a_kind_and_one_exit_code(
 ) -> None:
     assert isinstance(error, StreamsiftError)
     assert error.kind is kind
-    assert cli_errors.report(error) == code
+    assert exit_codes.report(error) == code
     err = capsys.readouterr().err
     assert error.message.split(":")[0] in err
 
@@ -55,12 +59,12 @@ def test_hints_default_by_kind_and_can_be_given() -> None:
 
 
 def test_config_errors_print_one_line_per_problem(capsys: pytest.CaptureFixture) -> None:
-    assert cli_errors.report(ConfigError(["a: bad", "b: worse"], source="p.yaml")) == 2
+    assert exit_codes.report(ConfigError(["a: bad", "b: worse"], source="p.yaml")) == 2
     assert capsys.readouterr().err == "p.yaml: a: bad\np.yaml: b: worse\n"
 
 
 def test_other_errors_print_a_line_and_a_hint(capsys: pytest.CaptureFixture) -> None:
-    cli_errors.report(SourceUnavailable("Kafka at 127.0.0.1:1 did not answer"))
+    exit_codes.report(SourceUnavailable("Kafka at 127.0.0.1:1 did not answer"))
     assert capsys.readouterr().err == (
         f"error: Kafka at 127.0.0.1:1 did not answer\nhint: {RESUME_HINT}\n"
     )

@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 
 import streamsift.service.authoring.expressions as expressions_package
 from streamsift.config.types import FieldType as F
-from streamsift.service.authoring.expression_preview import ExpressionProblem, evaluate
+from streamsift.service.authoring.expression_preview import evaluate
 from streamsift.service.authoring.expressions.functions import LAZY, STRICT
 from streamsift.service.authoring.expressions.interpreter import Budget, NotPreviewable
 from streamsift.service.authoring.expressions.like import like
+from streamsift.service.errors import ExpressionProblem
 
 FIELDS = {
     "n": F.INT,

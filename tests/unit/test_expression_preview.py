@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from streamsift.config.types import FieldType as F
-from streamsift.service.authoring.expression_preview import ExpressionProblem, check, evaluate
+from streamsift.service.authoring.expression_preview import check, evaluate
+from streamsift.service.errors import ExpressionProblem
 
 FIELDS = {"user.id": F.INT, "name": F.STRING, "ts": F.TIMESTAMP, "amount": F.FLOAT}
 EVENT = {"user": {"id": 7}, "name": "Bob", "ts": "2026-01-02T03:04:05Z", "amount": 2.5}

@@ -18,7 +18,7 @@ from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.otlp import OTLP_FIELDS, OtlpReceiver, OtlpSignal
 from streamsift.config.types import FieldType
 from streamsift.sources.otlp.decode import (
-    BadRequest,
+    MalformedOtlp,
     epoch_nanos,
     parse_json,
     parse_protobuf,
@@ -197,7 +197,7 @@ def test_otlp_json_bodies_hex_ids_camel_case_and_unknown_fields():
     ],
 )  # fmt: skip
 def test_unreadable_bodies_say_why(body, as_json, message):
-    with pytest.raises(BadRequest, match=message):
+    with pytest.raises(MalformedOtlp, match=message):
         (parse_json if as_json else parse_protobuf)(OtlpSignal.LOGS, body)
 
 

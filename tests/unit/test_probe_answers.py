@@ -6,13 +6,8 @@ from __future__ import annotations
 import pytest
 
 from streamsift.errors import PermanentError, TransientError
-from streamsift.service.authoring.probes import (
-    ClickHouseRefused,
-    ClickHouseUnreachable,
-    NotClickHouse,
-    _kafka_reason,
-    server_failure,
-)
+from streamsift.service.authoring.probes import _kafka_reason, server_failure
+from streamsift.service.errors import ClickHouseRefused, ClickHouseUnreachable, NotClickHouse
 
 WHERE = "http://10.0.0.5:8123"
 PEER = "SECRET internal page"

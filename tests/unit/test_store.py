@@ -12,9 +12,10 @@ from cryptography.fernet import Fernet
 
 from streamsift.config import parse_pipeline
 from streamsift.errors import ConflictError, NotFoundError
-from streamsift.service.database import Store
+from streamsift.service.database import ServiceDatabase
+from streamsift.service.errors import SecretKeyError
 from streamsift.service.lifecycle import DesiredState, State
-from streamsift.service.secret_box import KEY_ENV, SecretKeyError
+from streamsift.service.secret_box import KEY_ENV
 from streamsift.sources.schema_registry import RegistryClient
 
 CH_PASSWORD = "ch-pass-Zq81"
@@ -46,19 +47,19 @@ def document(name: str = "orders") -> dict[str, Any]:
 
 
 @pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ServiceDatabase:
     monkeypatch.delenv(KEY_ENV, raising=False)
-    s = Store(tmp_path)
+    s = ServiceDatabase(tmp_path)
     yield s
     s.close()
 
 
-def add(store: Store, name: str = "orders") -> None:
+def add(store: ServiceDatabase, name: str = "orders") -> None:
     doc = document(name)
     store.add(name, doc, parse_pipeline(doc))
 
 
-def test_a_new_pipeline_is_created_with_version_1_and_a_history(store: Store) -> None:
+def test_a_new_pipeline_is_created_with_version_1_and_a_history(store: ServiceDatabase) -> None:
     add(store)
     record = store.get("orders")
     assert (record.state, record.desired_state, record.version) == (
@@ -78,7 +79,7 @@ def test_a_new_pipeline_is_created_with_version_1_and_a_history(store: Store) ->
     ]
 
 
-def test_every_edit_is_a_new_version(store: Store) -> None:
+def test_every_edit_is_a_new_version(store: ServiceDatabase) -> None:
     add(store)
     doc = document()
     doc["sink"]["table"] = "orders2"
@@ -88,19 +89,19 @@ def test_every_edit_is_a_new_version(store: Store) -> None:
     assert store.document("orders", version=1)["sink"]["table"] == "orders"
 
 
-def test_a_second_pipeline_of_the_same_name_is_a_conflict(store: Store) -> None:
+def test_a_second_pipeline_of_the_same_name_is_a_conflict(store: ServiceDatabase) -> None:
     add(store)
     with pytest.raises(ConflictError):
         add(store)
 
 
-def test_unknown_pipelines_are_not_found(store: Store) -> None:
+def test_unknown_pipelines_are_not_found(store: ServiceDatabase) -> None:
     for call in (store.get, store.history, store.delete, store.document):
         with pytest.raises(NotFoundError):
             call("nope")
 
 
-def test_delete_forgets_everything(store: Store) -> None:
+def test_delete_forgets_everything(store: ServiceDatabase) -> None:
     add(store)
     store.delete("orders")
     assert store.list() == []
@@ -109,7 +110,7 @@ def test_delete_forgets_everything(store: Store) -> None:
 
 
 def test_secrets_are_encrypted_at_rest_masked_when_shown_and_open_for_the_worker(
-    store: Store, tmp_path: Path
+    store: ServiceDatabase, tmp_path: Path
 ) -> None:
     add(store)
     shown = store.document("orders")
@@ -128,22 +129,22 @@ def test_secrets_are_encrypted_at_rest_masked_when_shown_and_open_for_the_worker
 
 def test_the_key_file_is_kept_across_restarts(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
-    first = Store(tmp_path)
+    first = ServiceDatabase(tmp_path)
     add(first)
     first.close()
-    again = Store(tmp_path)
+    again = ServiceDatabase(tmp_path)
     assert again.document("orders", reveal_secrets=True) == document()
     again.close()
 
 
 def test_a_key_from_the_environment_and_a_wrong_key(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv(KEY_ENV, Fernet.generate_key().decode())
-    s = Store(tmp_path)
+    s = ServiceDatabase(tmp_path)
     add(s)
     s.close()
     assert not (tmp_path / "secret.key").exists()
     monkeypatch.setenv(KEY_ENV, Fernet.generate_key().decode())
-    other = Store(tmp_path)
+    other = ServiceDatabase(tmp_path)
     assert other.document("orders")["sink"]["clickhouse"]["password"] == "***"
     with pytest.raises(SecretKeyError, match="cannot be decrypted") as caught:
         other.document("orders", reveal_secrets=True)
@@ -151,13 +152,13 @@ def test_a_key_from_the_environment_and_a_wrong_key(tmp_path: Path, monkeypatch)
     other.close()
     monkeypatch.setenv(KEY_ENV, "not-a-key")
     with pytest.raises(SecretKeyError, match=KEY_ENV):
-        Store(tmp_path)
+        ServiceDatabase(tmp_path)
 
 
 REGISTRY_PASSWORD = "sr-pass-Tt55"
 
 
-def test_the_schema_registry_password_is_a_secret_like_the_others(store: Store) -> None:
+def test_the_schema_registry_password_is_a_secret_like_the_others(store: ServiceDatabase) -> None:
     doc = document("avro-orders")
     doc["source"]["format"] = "avro"
     doc["source"]["schema_registry"] = {

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from streamsift import __version__
 from streamsift.api.deps import require_token
-from streamsift.api.errors import install_error_handlers
+from streamsift.api.error_responses import install_error_handlers
 from streamsift.api.http_guard import HttpGuard
 from streamsift.api.middleware import BodySizeLimit, CatchUnexpected
 from streamsift.api.models import ErrorBody
@@ -40,7 +40,7 @@ from streamsift.api.settings import ServiceSettings
 from streamsift.service.core import PipelineService
 from streamsift.service.otlp_receiver import OtlpReceiver
 
-# Every route may answer these, in the one error shape (api/errors.py).
+# Every route may answer these, in the one error shape (api/error_responses.py).
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": description}
     for status, description in (

@@ -15,7 +15,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
-from streamsift.api.errors import BadRequest
+from streamsift.api.error_responses import InvalidRequest
 from streamsift.api.http_guard import YAML_TYPES, body_type_ok, media_type
 from streamsift.api.settings import ServiceSettings
 from streamsift.config.errors import ConfigError
@@ -92,9 +92,9 @@ async def document_body(request: Request) -> dict[str, Any]:
     content_type = media_type(request.headers.get("content-type", ""))
     data = await request.body()
     if not data.strip():
-        raise BadRequest("the request body is empty: send a pipeline document")
+        raise InvalidRequest("the request body is empty: send a pipeline document")
     if not body_type_ok(content_type):
-        raise BadRequest(
+        raise InvalidRequest(
             f"content type {content_type!r} is not supported: send application/json "
             "or application/yaml",
             status=415,
@@ -103,7 +103,7 @@ async def document_body(request: Request) -> dict[str, Any]:
     try:
         return parse_document(data, syntax)
     except ConfigError as exc:
-        raise BadRequest(exc.problems[0]) from None
+        raise InvalidRequest(exc.problems[0]) from None
 
 
 DocumentBody = Annotated[dict[str, Any], Depends(document_body)]

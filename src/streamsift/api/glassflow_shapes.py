@@ -295,10 +295,10 @@ def dead_letter_message(letter: Any) -> dict[str, str]:
 
 def dlq_state(letters: DeadLetters) -> dict[str, Any]:
     """GlassFlow's DLQ state: when the last dead letter came and was consumed, and counts."""
-    writer = letters.store.writer
+    writer = letters.queries.writer
     database = writer.conn.database
-    dlq = f"`{database}`.`{letters.store.table}`"
-    marks = f"`{database}`.`{letters.store.marks_table}`"
+    dlq = f"`{database}`.`{letters.queries.table}`"
+    marks = f"`{database}`.`{letters.queries.marks_table}`"
     total, last_received = writer.query_rows(f"SELECT count(), max(failed_at) FROM {dlq}")[0]
     consumed, last_consumed = writer.query_rows(
         f"SELECT countIf(state = 'consumed'), maxIf(marked_at, state = 'consumed') "

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from streamsift.api.errors import error_response
+from streamsift.api.error_responses import error_response
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 # Bound to every address: the machine's own names are unknown (`--allowed-host` adds them).

@@ -9,7 +9,7 @@ from __future__ import annotations
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from streamsift.api.errors import error_response, log_unexpected, unexpected_response
+from streamsift.api.error_responses import error_response, log_unexpected, unexpected_response
 
 
 class BodyTooLarge(HTTPException):

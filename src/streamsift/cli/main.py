@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsift import __version__
-from streamsift.cli import dlq, errors, package_env, serve
+from streamsift.cli import dlq, exit_codes, package_env, serve
 from streamsift.cli.output import StatusLine, fail, setup_logging
 from streamsift.config import Pipeline, read_document
 from streamsift.engine.signals import ABORT_EXIT_CODE, AbortRequested, install_stop_handlers
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             setup_logging(getattr(args, "verbose", False))
         return int(args.func(args))
     except StreamsiftError as exc:
-        return errors.report(exc)
+        return exit_codes.report(exc)
     except KeyboardInterrupt:
         return ABORT_EXIT_CODE
     except AbortRequested:

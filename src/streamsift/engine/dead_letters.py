@@ -13,26 +13,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from streamsift.config.models import Pipeline
-from streamsift.errors import ConfigurationError, PermanentError, TransientError
+from streamsift.engine.errors import DlqNotFound, EmbeddedClickHouseBusy
+from streamsift.errors import ConfigurationError
 from streamsift.sinks.errors import SinkError, SinkTransientError
 
 __all__ = ["ClassCount", "DeadLetter", "DeadLetters", "DlqTotals", "open_dead_letters"]
 
 if TYPE_CHECKING:  # the ClickHouse client and pyarrow load only when dead letters are used
     from streamsift.engine.replay import ReplayReport
-    from streamsift.sinks.dlq_queries import ClassCount, DeadLetter, DlqStore
+    from streamsift.sinks.dlq_queries import ClassCount, DeadLetter, DlqQueries
 
 # A face waits this long for ClickHouse before it says it does not answer.
 DLQ_RETRY_MAX_S = 5.0
 DLQ_GIVE_UP_AFTER_S = 20.0
-
-
-class DlqNotFound(PermanentError):
-    """The DLQ table does not exist yet: the pipeline has not run, or dlq.table is wrong."""
-
-
-class EmbeddedClickHouseBusy(TransientError):
-    """Another process holds the embedded ClickHouse directory open."""
 
 
 @dataclass(frozen=True)
@@ -52,17 +45,17 @@ class DeadLetters:
     """The dead letters of one pipeline, in its DLQ table."""
 
     pipeline: Pipeline
-    store: DlqStore
+    queries: DlqQueries
 
     @property
     def table(self) -> str:
-        return self.store.table
+        return self.queries.table
 
     def where(self) -> str:
-        return self.store.where()
+        return self.queries.where()
 
     def stats(self) -> tuple[list[ClassCount], DlqTotals]:
-        counts = self.store.stats()
+        counts = self.queries.stats()
         totals = DlqTotals(
             *(sum(getattr(c, k) for c in counts) for k in DlqTotals.__dataclass_fields__)
         )
@@ -71,13 +64,13 @@ class DeadLetters:
     def pending(self, limit: int, offset: int = 0) -> list[DeadLetter]:
         """Up to `limit` pending dead letters, oldest position first, the first `offset`
         skipped: a page of the listing (stable while no new ones arrive before it)."""
-        return self.store.pending(limit, skip=offset)
+        return self.queries.pending(limit, skip=offset)
 
     def pending_count(self) -> int:
-        return self.store.pending_count()
+        return self.queries.pending_count()
 
     def count(self) -> int:
-        return self.store.count()
+        return self.queries.count()
 
     def consume(
         self, limit: int, hand_over: Callable[[list[DeadLetter]], None]
@@ -86,14 +79,14 @@ class DeadLetters:
 
         Handed over before marked: a failure in between leaves them pending, never lost.
         """
-        letters = self.store.pending(limit)
+        letters = self.queries.pending(limit)
         if letters:
             hand_over(letters)
-            self.store.mark_consumed(letters)
+            self.queries.mark_consumed(letters)
         return letters
 
     def purge(self) -> int:
-        return self.store.purge()
+        return self.queries.purge()
 
     def replay(
         self, limit: int | None = None, dry_run: bool = False, chunk_size: int | None = None
@@ -101,7 +94,7 @@ class DeadLetters:
         """Re-process pending dead letters with the pipeline's current schema and mapping."""
         from streamsift.engine.replay import Replayer
 
-        return Replayer(self.pipeline, self.store.writer, chunk_size=chunk_size).run(
+        return Replayer(self.pipeline, self.queries.writer, chunk_size=chunk_size).run(
             limit=limit, dry_run=dry_run
         )
 
@@ -110,15 +103,15 @@ class DeadLetters:
 def open_dead_letters(pipeline: Pipeline) -> Iterator[DeadLetters]:
     """Open the pipeline's DLQ table; errors come out as ones of the hierarchy, with hints."""
     from streamsift.sinks.clickhouse import ClickHouseWriter
-    from streamsift.sinks.dlq_queries import DlqMissing, DlqStore
+    from streamsift.sinks.dlq_queries import DlqMissing, DlqQueries
     from streamsift.sinks.retry import RetryPolicy
 
     conn = pipeline.sink.clickhouse
     retry = RetryPolicy(max_s=DLQ_RETRY_MAX_S, give_up_after_s=DLQ_GIVE_UP_AFTER_S)
-    store = DlqStore(ClickHouseWriter(conn, retry=retry), pipeline.dlq_table)
+    queries = DlqQueries(ClickHouseWriter(conn, retry=retry), pipeline.dlq_table)
     try:
-        store.open()
-        yield DeadLetters(pipeline, store)
+        queries.open()
+        yield DeadLetters(pipeline, queries)
     except DlqMissing as exc:
         raise DlqNotFound(
             f"{exc}: the pipeline has not written dead letters there yet",

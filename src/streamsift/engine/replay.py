@@ -35,9 +35,8 @@ from streamsift.config.rows import KAFKA_FIELDS
 from streamsift.config.secrets import secret_values
 from streamsift.config.types import FieldType
 from streamsift.engine.batch_writer import error_class
-from streamsift.engine.errors import PipelineFailed
+from streamsift.engine.errors import PipelineFailed, ReplayConflict, ReplayUnsupported
 from streamsift.engine.registry_fields import require_fields, schema_lookup
-from streamsift.errors import ConfigurationError
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.error_text import row_error
 from streamsift.sinks.dlq_queries import (
@@ -45,7 +44,7 @@ from streamsift.sinks.dlq_queries import (
     REPLAYING,
     RETRY_FAILED,
     DeadLetter,
-    DlqStore,
+    DlqQueries,
     digest,
 )
 from streamsift.transforms.column_values import shape_columns
@@ -61,14 +60,6 @@ log = logging.getLogger("streamsift.engine")
 Failure = tuple[str, str, str]  # stage, error class, message
 # Kafka metadata a mapping may name besides payload fields; a dead letter carries all four.
 KAFKA_META: dict[str, FieldType] = {name: ftype for name, (_, ftype) in KAFKA_FIELDS.items()}
-
-
-class ReplayConflict(PipelineFailed):
-    """An interrupted replay ran with another schema or mapping than the pipeline's now."""
-
-
-class ReplayUnsupported(ConfigurationError):
-    """The pipeline does something replay cannot redo without Spark (joins, expressions)."""
 
 
 @dataclass
@@ -169,7 +160,7 @@ class Replayer:
     ) -> None:
         self.pipeline = pipeline
         self.writer = writer or ClickHouseWriter(pipeline.sink.clickhouse)
-        self.store = DlqStore(self.writer, pipeline.dlq_table)
+        self.queries = DlqQueries(self.writer, pipeline.dlq_table)
         self.chunk_size = chunk_size or pipeline.sink.max_batch_size
         self.fault = fault
         require_fields(pipeline)
@@ -192,7 +183,7 @@ class Replayer:
     def run(self, limit: int | None = None, dry_run: bool = False) -> ReplayReport:
         """Replay up to `limit` pending rows (all by default); finish interrupted chunks first."""
         report = ReplayReport(dry_run=dry_run)
-        self.store.open()
+        self.queries.open()
         if not dry_run:
             self._check_table()
             self._resume(report)
@@ -200,7 +191,7 @@ class Replayer:
         remaining = limit
         while remaining is None or remaining > 0:
             size = self.chunk_size if remaining is None else min(self.chunk_size, remaining)
-            letters = self.store.pending(size, after=cursor)
+            letters = self.queries.pending(size, after=cursor)
             if not letters:
                 break
             cursor = letters[-1].ident
@@ -212,12 +203,12 @@ class Replayer:
                 continue
             chunk = f"replay:{self.fingerprint}:{digest(letters)}"
             claimed = [x.mark(REPLAYING, x.seq + 1, chunk) for x in letters]
-            self.store.write_marks(claimed, f"{chunk}:claim")
+            self.queries.write_marks(claimed, f"{chunk}:claim")
             self._fault("claimed", report.chunks)
             self._apply(claimed, chunk, report)
         log.debug(
             "replay of %s: %d replayed, %d still failing",
-            self.store.table,
+            self.queries.table,
             report.replayed,
             report.still_failing,
         )
@@ -240,7 +231,7 @@ class Replayer:
 
     def _resume(self, report: ReplayReport) -> None:
         """Finish the chunks an interrupted replay claimed, with their original ids."""
-        claimed = self.store.in_flight()
+        claimed = self.queries.in_flight()
         chunks = [(c, list(rows)) for c, rows in groupby(claimed, key=lambda x: x.chunk)]
         if not chunks:
             return
@@ -248,7 +239,7 @@ class Replayer:
             fingerprint = chunk.split(":")[1] if chunk.count(":") == 2 else ""
             if fingerprint != self.fingerprint:
                 raise ReplayConflict(
-                    f"an interrupted replay of {self.store.table} ({len(claimed)} records) ran "
+                    f"an interrupted replay of {self.queries.table} ({len(claimed)} records) ran "
                     "with another schema, mapping or table than the pipeline file has now",
                     "restore the pipeline file as it was for that replay and run replay again "
                     "to finish it; then change the file and replay the rest",
@@ -278,7 +269,7 @@ class Replayer:
             else x.mark(REPLAYED, x.seq + 1, chunk, attempts=x.attempts + 1)
             for i, x in enumerate(letters)
         ]
-        self.store.write_marks(marks, f"{chunk}:done")
+        self.queries.write_marks(marks, f"{chunk}:done")
         self._fault("done", index)
         report.chunks += 1
         report.replayed += len(letters) - len(failures)

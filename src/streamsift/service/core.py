@@ -35,7 +35,7 @@ from streamsift.config.models import Pipeline
 from streamsift.engine.dead_letters import DeadLetters, open_dead_letters
 from streamsift.engine.registry_fields import glassflow_with_registry_fields, parse_resolved
 from streamsift.errors import ConflictError, StreamsiftError
-from streamsift.service.database import PipelineRecord, StatusChange, Store
+from streamsift.service.database import PipelineRecord, ServiceDatabase, StatusChange
 from streamsift.service.document_policy import DocumentPolicy
 from streamsift.service.edits import keep_masked_secrets, state_changes
 from streamsift.service.endpoints import EmbeddedEndpoints, served_document
@@ -107,7 +107,7 @@ class PipelineService:
         self.policy = policy or DocumentPolicy(self.data_dir)
         # The OTLP receiver of its OTLP pipelines, started with the first of them, if any.
         self.otlp = ServiceOtlp(otlp, self.data_dir) if otlp is not None else None
-        self.store = Store(self.data_dir)
+        self.database = ServiceDatabase(self.data_dir)
         self.endpoints = EmbeddedEndpoints(self.data_dir)
         self.supervisor = Supervisor(self.data_dir, self._on_running, self._on_exit)
         self._lock = threading.RLock()
@@ -118,7 +118,7 @@ class PipelineService:
         """Adopt the workers a previous server left running, restart the pipelines whose
         desired state is running but whose worker is gone, then watch them all."""
         with self._lock:
-            for record in self.store.list():
+            for record in self.database.list():
                 self._recover(record)
                 try:
                     self._route_otlp(record.id)
@@ -131,7 +131,7 @@ class PipelineService:
         `stop_all`: then each stops gracefully (terminated if it takes too long)."""
         if stop_all:
             for pipeline_id in self.supervisor.running():
-                state = self.store.get(pipeline_id).state
+                state = self.database.get(pipeline_id).state
                 if state is State.STOPPING:
                     continue  # on its way already
                 if can_transition(state, State.STOPPING):
@@ -148,7 +148,7 @@ class PipelineService:
             self.endpoints.stop_all()
         if self.otlp is not None:
             self.otlp.close()
-        self.store.close()
+        self.database.close()
 
     # ------------------------------------------------------------------ requests
 
@@ -156,21 +156,21 @@ class PipelineService:
         """Validate and store a new pipeline (id = its name), then start it."""
         doc, pipeline = judged(doc, self.policy)
         with self._lock:
-            self.store.add(pipeline.name, doc, pipeline)
+            self.database.add(pipeline.name, doc, pipeline)
             self._launch(pipeline.name)
-            return self.store.get(pipeline.name)
+            return self.database.get(pipeline.name)
 
     def list(self) -> list[PipelineRecord]:
-        return self.store.list()
+        return self.database.list()
 
     def get(self, pipeline_id: str) -> PipelineRecord:
-        return self.store.get(pipeline_id)
+        return self.database.get(pipeline_id)
 
     def document(self, pipeline_id: str, reveal_secrets: bool = False) -> dict[str, Any]:
-        return self.store.document(pipeline_id, reveal_secrets=reveal_secrets)
+        return self.database.document(pipeline_id, reveal_secrets=reveal_secrets)
 
     def history(self, pipeline_id: str) -> list[StatusChange]:
-        return self.store.history(pipeline_id)
+        return self.database.history(pipeline_id)
 
     def edit(
         self, pipeline_id: str, doc: dict[str, Any], reset_state: bool = False
@@ -179,8 +179,8 @@ class PipelineService:
         state depends on (topics, dedup, join keys) needs `reset_state`, which starts the
         pipeline afresh at its next resume."""
         with self._lock:
-            check_at_rest(pipeline_id, self.store.get(pipeline_id).state, "edited")
-            current_doc = self.store.document(pipeline_id, reveal_secrets=True)
+            check_at_rest(pipeline_id, self.database.get(pipeline_id).state, "edited")
+            current_doc = self.database.document(pipeline_id, reveal_secrets=True)
             current = parse_pipeline(current_doc)
             doc = self.policy.anchored_document(_native(doc))
             new = parse_pipeline(doc)  # its shape: secrets sent back masked are restored next
@@ -203,49 +203,49 @@ class PipelineService:
                 )
             if reset_state:
                 self._reset_state(pipeline_id, current)
-            self.store.add_version(pipeline_id, doc, new)
-            return self.store.get(pipeline_id)
+            self.database.add_version(pipeline_id, doc, new)
+            return self.database.get(pipeline_id)
 
     def stop(self, pipeline_id: str) -> PipelineRecord:
         """Graceful stop: the worker finishes its micro-batch in flight, then exits."""
         with self._lock:
-            check_transition(pipeline_id, self.store.get(pipeline_id).state, State.STOPPING)
-            self.store.set_state(pipeline_id, State.STOPPING, desired=DesiredState.STOPPED)
+            check_transition(pipeline_id, self.database.get(pipeline_id).state, State.STOPPING)
+            self.database.set_state(pipeline_id, State.STOPPING, desired=DesiredState.STOPPED)
             if self.supervisor.is_running(pipeline_id):
                 self.supervisor.stop(pipeline_id)
             else:
-                self.store.set_state(pipeline_id, State.STOPPED, note="no worker was running")
-            return self.store.get(pipeline_id)
+                self.database.set_state(pipeline_id, State.STOPPED, note="no worker was running")
+            return self.database.get(pipeline_id)
 
     def terminate(self, pipeline_id: str) -> PipelineRecord:
         """Stop at once: the worker's whole process tree is killed. The checkpoint decides
         what the next run redoes (a micro-batch in flight is redone, exactly once)."""
         with self._lock:
-            check_transition(pipeline_id, self.store.get(pipeline_id).state, State.TERMINATING)
-            self.store.set_state(pipeline_id, State.TERMINATING, desired=DesiredState.STOPPED)
+            check_transition(pipeline_id, self.database.get(pipeline_id).state, State.TERMINATING)
+            self.database.set_state(pipeline_id, State.TERMINATING, desired=DesiredState.STOPPED)
             self.supervisor.terminate(pipeline_id)
-            self.store.set_worker_pid(pipeline_id, None)
-            return self.store.set_state(pipeline_id, State.STOPPED, note="terminated")
+            self.database.set_worker_pid(pipeline_id, None)
+            return self.database.set_state(pipeline_id, State.STOPPED, note="terminated")
 
     def resume(self, pipeline_id: str) -> PipelineRecord:
         """Start a stopped or failed pipeline again, from its checkpoint."""
         with self._lock:
-            check_transition(pipeline_id, self.store.get(pipeline_id).state, State.RESUMING)
-            self.store.set_state(pipeline_id, State.RESUMING, desired=DesiredState.RUNNING)
+            check_transition(pipeline_id, self.database.get(pipeline_id).state, State.RESUMING)
+            self.database.set_state(pipeline_id, State.RESUMING, desired=DesiredState.RUNNING)
             self._launch(pipeline_id)
-            return self.store.get(pipeline_id)
+            return self.database.get(pipeline_id)
 
     def delete(self, pipeline_id: str) -> None:
         """Forget a stopped pipeline: its versions, history, checkpoint and logs."""
         with self._lock:
-            check_at_rest(pipeline_id, self.store.get(pipeline_id).state, "deleted")
-            self.store.delete(pipeline_id)
+            check_at_rest(pipeline_id, self.database.get(pipeline_id).state, "deleted")
+            self.database.delete(pipeline_id)
             if self.otlp is not None:
                 self.otlp.forget(pipeline_id)
             shutil.rmtree(self.supervisor.directory(pipeline_id), ignore_errors=True)
 
     def status(self, pipeline_id: str) -> PipelineStatus:
-        record = self.store.get(pipeline_id)
+        record = self.database.get(pipeline_id)
         report = self.worker_report(pipeline_id)
         stats = report.get("stats") or {}
         counts = {
@@ -279,7 +279,7 @@ class PipelineService:
     def dead_letters(self, pipeline_id: str) -> Iterator[DeadLetters]:
         """The pipeline's dead letters (engine/dead_letters.py), through the endpoint when
         its ClickHouse is embedded."""
-        doc = self.store.document(pipeline_id, reveal_secrets=True)
+        doc = self.database.document(pipeline_id, reveal_secrets=True)
         pipeline = parse_pipeline(doc)
         if pipeline.sink.clickhouse.embedded:
             doc = self._served(doc, pipeline)
@@ -293,14 +293,14 @@ class PipelineService:
     def _launch(self, pipeline_id: str) -> None:
         """Start the pipeline's worker with its current document (secrets in clear, on the
         worker's stdin; an embedded sink replaced by its endpoint)."""
-        doc = self.store.document(pipeline_id, reveal_secrets=True)
+        doc = self.database.document(pipeline_id, reveal_secrets=True)
         pipeline = parse_pipeline(doc)
         embedded = pipeline.sink.clickhouse.embedded
         try:
             if embedded:
                 doc = self._served(doc, pipeline)
         except (OSError, RuntimeError, TimeoutError) as exc:
-            self.store.set_state(
+            self.database.set_state(
                 pipeline_id, State.FAILED, error=f"embedded ClickHouse did not start: {exc}"
             )
             return
@@ -308,18 +308,18 @@ class PipelineService:
             try:
                 doc = self._route_otlp(pipeline_id, doc)
             except (StreamsiftError, KafkaException, OSError) as exc:
-                self.store.set_state(
+                self.database.set_state(
                     pipeline_id, State.FAILED, error=f"the OTLP receiver cannot route it: {exc}"
                 )
                 return
         pid = self.supervisor.launch(pipeline_id, doc, embedded and self.driver_inserts)
-        self.store.set_worker_pid(pipeline_id, pid)
+        self.database.set_worker_pid(pipeline_id, pid)
 
     def _route_otlp(self, pipeline_id: str, doc: dict[str, Any] | None = None) -> dict[str, Any]:
         """An OTLP pipeline's receiver route (its document, with a bundled source on the
         service's bundled broker, is what its worker runs)."""
         if doc is None:
-            doc = self.store.document(pipeline_id, reveal_secrets=True)
+            doc = self.database.document(pipeline_id, reveal_secrets=True)
         pipeline = parse_pipeline(doc)
         if self.otlp is None or otlp_source(pipeline) is None:
             return doc
@@ -337,23 +337,23 @@ class PipelineService:
 
     def _recover(self, record: PipelineRecord) -> None:
         """At start: take a pipeline back from where a previous server left it."""
-        pid = self.store.worker_pid(record.id)
+        pid = self.database.worker_pid(record.id)
         if record.state in (State.STOPPED, State.FAILED):
             return
         if self.supervisor.adopt(record.id, pid):
             if record.state is State.TERMINATING:  # the server died while terminating it
                 self.supervisor.terminate(record.id)
-                self.store.set_state(record.id, State.STOPPED, note="terminated")
+                self.database.set_state(record.id, State.STOPPED, note="terminated")
             return
         report = self.supervisor.status(record.id) or {}
-        self.store.set_worker_pid(record.id, None)
+        self.database.set_worker_pid(record.id, None)
         if report.get("state") == "failed":
-            self.store.set_state(record.id, State.FAILED, error=report.get("error"))
+            self.database.set_state(record.id, State.FAILED, error=report.get("error"))
         elif record.state in (State.STOPPING, State.TERMINATING):
-            self.store.set_state(record.id, State.STOPPED, note="its worker ended meanwhile")
+            self.database.set_state(record.id, State.STOPPED, note="its worker ended meanwhile")
         elif record.desired_state is DesiredState.RUNNING:
             log.info("pipeline %s: its worker is gone; restarting it", record.id)
-            self.store.set_state(
+            self.database.set_state(
                 record.id,
                 record.state,
                 note="restarted: its worker ended while no server watched; it resumes from "
@@ -363,23 +363,23 @@ class PipelineService:
 
     def _on_running(self, pipeline_id: str) -> None:
         with self._lock:
-            if self.store.get(pipeline_id).state in (State.CREATED, State.RESUMING):
-                self.store.set_state(pipeline_id, State.RUNNING)
+            if self.database.get(pipeline_id).state in (State.CREATED, State.RESUMING):
+                self.database.set_state(pipeline_id, State.RUNNING)
 
     def _on_exit(self, pipeline_id: str, code: int, report: dict[str, Any]) -> None:
         """A worker ended: Stopped after a stop, Failed (with its error) otherwise."""
         with self._lock:
-            state = self.store.get(pipeline_id).state
-            self.store.set_worker_pid(pipeline_id, None)
+            state = self.database.get(pipeline_id).state
+            self.database.set_worker_pid(pipeline_id, None)
             if state is State.STOPPING and code != 1:
-                self.store.set_state(pipeline_id, State.STOPPED)
+                self.database.set_state(pipeline_id, State.STOPPED)
             elif code == 0:  # stopped by a signal from outside the service
-                self.store.set_state(pipeline_id, State.STOPPING, note="stopped from outside")
-                self.store.set_state(pipeline_id, State.STOPPED, desired=DesiredState.STOPPED)
+                self.database.set_state(pipeline_id, State.STOPPING, note="stopped from outside")
+                self.database.set_state(pipeline_id, State.STOPPED, desired=DesiredState.STOPPED)
             else:
                 log_path = self.supervisor.directory(pipeline_id) / LOG_FILE
                 error = report.get("error") or _ended(code, log_path)
-                self.store.set_state(
+                self.database.set_state(
                     pipeline_id, State.FAILED, error=error, note=report.get("hint")
                 )
 
@@ -406,11 +406,11 @@ class PipelineService:
             return False
         protected = [self.data_dir, self.supervisor.pipelines_dir]
         protected += [self.data_dir / name for name in ("endpoints", "glassflow")]
-        for record in self.store.list():
+        for record in self.database.list():
             directory = self.supervisor.directory(record.id)
             protected.append(directory)
             with contextlib.suppress(ConfigError):
-                kept = parse_pipeline(self.store.document(record.id))
+                kept = parse_pipeline(self.database.document(record.id))
                 if kept.sink.clickhouse.path is not None:
                     protected.append(kept.sink.clickhouse.path)
                 if kept.checkpoint_dir(directory).resolve() != checkpoint:

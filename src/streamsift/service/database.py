@@ -89,7 +89,7 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class Store:
+class ServiceDatabase:
     """The service's SQLite database; documents go in sealed and come out masked or open."""
 
     def __init__(self, data_dir: Path) -> None:

@@ -20,16 +20,11 @@ from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel
 
 from streamsift.config.secrets import MASK, get_path, secret_paths, set_path
-from streamsift.errors import ConfigurationError
+from streamsift.service.errors import SecretKeyError
 
 KEY_ENV = "STREAMSIFT_SECRET_KEY"
 KEY_FILE = "secret.key"
 SEALED = "$secret"
-
-
-class SecretKeyError(ConfigurationError):
-    """The key for the secrets at rest is unusable (malformed, or not the one they were
-    encrypted with)."""
 
 
 class SecretBox:

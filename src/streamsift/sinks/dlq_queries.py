@@ -142,7 +142,7 @@ def digest(letters: Iterable[DeadLetter]) -> str:
     return h.hexdigest()[:32]
 
 
-class DlqStore:
+class DlqQueries:
     """The DLQ table of one pipeline and its marks table, over a ClickHouseWriter."""
 
     def __init__(self, writer: ClickHouseWriter, table: str) -> None:

@@ -15,7 +15,7 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from streamsift.api.deps import SettingsDep
-from streamsift.api.errors import BadRequest
+from streamsift.api.error_responses import InvalidRequest
 from streamsift.api.models import (
     ClickHouseColumnsRequest,
     ClickHouseTestResult,
@@ -39,7 +39,7 @@ async def require_allowed(settings: ServiceSettings, field: str, hosts: Iterable
         return
     host = await run_in_threadpool(destinations.refused, settings.allow_connect, list(hosts))
     if host is not None:
-        raise BadRequest(
+        raise InvalidRequest(
             f"{field}: {host or '(no host)'} is outside this server's --allow-connect list: "
             "the connection helpers may not connect there",
             status=403,

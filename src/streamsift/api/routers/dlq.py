@@ -24,7 +24,8 @@ from streamsift.api.pipeline_models import (
     ReplayResult,
 )
 from streamsift.config import parse_pipeline
-from streamsift.engine.dead_letters import DeadLetters, DlqNotFound
+from streamsift.engine.dead_letters import DeadLetters
+from streamsift.engine.errors import DlqNotFound
 from streamsift.service.core import PipelineService
 
 T = TypeVar("T")

@@ -19,7 +19,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
-from streamsift.api.errors import error_response
+from streamsift.api.error_responses import error_response
 
 router = APIRouter(include_in_schema=False)
 

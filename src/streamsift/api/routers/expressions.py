@@ -14,7 +14,7 @@ from typing import TypeVar
 import anyio
 from fastapi import APIRouter, Request
 
-from streamsift.api.errors import BadRequest
+from streamsift.api.error_responses import InvalidRequest
 from streamsift.api.models import (
     EvaluateRequest,
     ExpressionCheckResult,
@@ -22,6 +22,7 @@ from streamsift.api.models import (
     ExpressionValueResult,
 )
 from streamsift.service.authoring import expression_preview
+from streamsift.service.errors import ExpressionTooBig
 
 router = APIRouter(prefix="/api/v1/expressions", tags=["expressions"])
 
@@ -35,8 +36,8 @@ async def _off_the_loop(request: Request, fn: Callable[[], T]) -> T:
         limiter = request.app.state.expression_limiter = anyio.CapacityLimiter(_AT_ONCE)
     try:
         return await anyio.to_thread.run_sync(fn, limiter=limiter)
-    except expression_preview.ExpressionTooBig as exc:
-        raise BadRequest(str(exc), 422) from None
+    except ExpressionTooBig as exc:
+        raise InvalidRequest(str(exc), 422) from None
 
 
 @router.post("/validate", summary="check an expression as `streamsift validate` does")

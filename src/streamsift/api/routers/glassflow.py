@@ -36,7 +36,8 @@ from streamsift.api.glassflow_shapes import (
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.glassflow import glassflow_version, import_glassflow
 from streamsift.config.glassflow.export import export_v3
-from streamsift.engine.dead_letters import DeadLetters, DlqNotFound
+from streamsift.engine.dead_letters import DeadLetters
+from streamsift.engine.errors import DlqNotFound
 from streamsift.engine.registry_fields import glassflow_with_registry_fields
 from streamsift.errors import ConflictError, NotFoundError
 

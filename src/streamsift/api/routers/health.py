@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from streamsift.api.errors import error_response
+from streamsift.api.error_responses import error_response
 
 router = APIRouter(tags=["health"])
 

@@ -1,7 +1,7 @@
 """Pipelines: create, list, read, edit, stop, terminate, resume, delete; status and history.
 
 Each route is one call of the service core (service/core.py); its errors answer in the one
-shape (api/errors.py): a document's problems 422, no such pipeline 404, a request the state
+shape (api/error_responses.py): a document's problems 422, no such pipeline 404, a request the state
 does not allow 409 with `current_status` and `valid_transitions`. Routes are plain functions:
 FastAPI runs them in its threadpool, so the service's blocking work never holds the event loop.
 Documents go out with their secrets as `***`.
@@ -23,7 +23,7 @@ from streamsift.api.pipeline_models import (
     TableRowsModel,
 )
 from streamsift.config import parse_pipeline
-from streamsift.engine.dead_letters import DlqNotFound
+from streamsift.engine.errors import DlqNotFound
 from streamsift.service.authoring.table_preview import newest_rows
 
 CONFLICT = {

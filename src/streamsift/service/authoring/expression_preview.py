@@ -40,7 +40,6 @@ from streamsift.config.expressions import (
     resolve,
 )
 from streamsift.config.types import FieldType
-from streamsift.errors import ConfigurationError
 from streamsift.service.authoring.expressions.casts import text_of
 from streamsift.service.authoring.expressions.interpreter import (
     Budget,
@@ -48,15 +47,8 @@ from streamsift.service.authoring.expressions.interpreter import (
     Interpreter,
     NotPreviewable,
 )
+from streamsift.service.errors import ExpressionProblem, ExpressionTooBig
 from streamsift.transforms.parse import ValueTypeError, convert_value
-
-
-class ExpressionProblem(ConfigurationError):
-    """The expression (or the sample event given with it) cannot be checked or evaluated."""
-
-
-class ExpressionTooBig(ExpressionProblem):
-    """The expression is past a bound on its size or nesting (the API answers 422)."""
 
 
 @dataclass(frozen=True)

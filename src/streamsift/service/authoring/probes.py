@@ -34,13 +34,15 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from streamsift.config.base import IDENTIFIER
 from streamsift.config.models import ClickHouseConnection, KafkaSecurity
-from streamsift.engine.dead_letters import EmbeddedClickHouseBusy
-from streamsift.errors import (
-    ConfigurationError,
-    NotFoundError,
-    PermanentError,
-    StreamsiftError,
-    TransientError,
+from streamsift.engine.errors import EmbeddedClickHouseBusy
+from streamsift.errors import NotFoundError, StreamsiftError, TransientError
+from streamsift.service.errors import (
+    ClickHouseRefused,
+    ClickHouseUnreachable,
+    KafkaClientRefused,
+    KafkaUnreachable,
+    NotClickHouse,
+    TokenProviderFailed,
 )
 from streamsift.sources.kafka_auth import AuthRefusals, client_config
 
@@ -49,45 +51,6 @@ MAX_SAMPLES = 100
 MAX_RAW_CHARS = 10_000
 _CHILD_START_S = 30.0  # a child process importing the ClickHouse client, on a busy machine
 log = logging.getLogger("streamsift.probes")
-
-
-class KafkaUnreachable(TransientError):
-    """The broker did not answer within the probe's wait."""
-
-    default_hint = "is the broker up, and bootstrap_servers right?"
-
-
-class ClickHouseUnreachable(TransientError):
-    """ClickHouse did not answer within the probe's wait."""
-
-    default_hint = "is ClickHouse up, and host/port right?"
-
-
-class ClickHouseRefused(PermanentError):
-    """ClickHouse answered with an error (credentials, database, a statement it refused)."""
-
-    default_hint = "check the connection's username, password and database"
-
-
-class NotClickHouse(PermanentError):
-    """Something answered that is not a ClickHouse HTTP interface."""
-
-    default_hint = "is host/port ClickHouse's HTTP port (8123, or 8443 with secure)?"
-
-
-class KafkaClientRefused(ConfigurationError):
-    """librdkafka refused the settings it was given (before any connection)."""
-
-    default_hint = "check bootstrap_servers and security"
-
-
-class TokenProviderFailed(ConfigurationError):
-    """The OAUTHBEARER token provider raised instead of giving a token."""
-
-    default_hint = (
-        "check security.oauthbearer: the provider's name and args, and what it needs on this "
-        "server (its package, credentials); the server's log has the details"
-    )
 
 
 # ------------------------------------------------------------------------------ Kafka

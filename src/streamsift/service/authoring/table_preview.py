@@ -31,7 +31,7 @@ class TablePreview:
 def newest_rows(service: PipelineService, pipeline_id: str, limit: int) -> TablePreview:
     """Row count and up to `limit` newest rows of the pipeline's sink table."""
     with service.dead_letters(pipeline_id) as letters:
-        pipeline, writer = letters.pipeline, letters.store.writer
+        pipeline, writer = letters.pipeline, letters.queries.writer
         table = pipeline.sink.table
         columns = [m.column for m in pipeline.sink.mapping]
         if not writer.table_exists(table):

@@ -44,7 +44,7 @@ _HEX_ID_KEYS = frozenset({"traceId", "spanId", "parentSpanId", "trace_id", "span
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-class BadRequest(ConfigurationError):
+class MalformedOtlp(ConfigurationError):
     """An OTLP body that cannot be read: the sender's mistake (HTTP 400, gRPC INVALID_ARGUMENT)."""
 
 
@@ -56,7 +56,7 @@ def parse_protobuf(signal: OtlpSignal, body: bytes) -> Message:
     try:
         request.ParseFromString(body)
     except DecodeError as exc:
-        raise BadRequest(f"the body is not a protobuf {type(request).__name__}: {exc}") from None
+        raise MalformedOtlp(f"the body is not a protobuf {type(request).__name__}: {exc}") from None
     return request
 
 
@@ -66,13 +66,13 @@ def parse_json(signal: OtlpSignal, body: bytes) -> Message:
     try:
         doc = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise BadRequest(f"the body is not JSON: {exc}") from None
+        raise MalformedOtlp(f"the body is not JSON: {exc}") from None
     if not isinstance(doc, dict):
-        raise BadRequest("the body must be a JSON object")
+        raise MalformedOtlp("the body must be a JSON object")
     try:
         json_format.ParseDict(_hex_ids_to_base64(doc), request, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError) as exc:
-        raise BadRequest(f"the body is not an OTLP {type(request).__name__}: {exc}") from None
+        raise MalformedOtlp(f"the body is not an OTLP {type(request).__name__}: {exc}") from None
     return request
 
 
@@ -84,7 +84,7 @@ def _hex_ids_to_base64(node: Any) -> Any:
                 try:
                     value = base64.b64encode(bytes.fromhex(value)).decode()
                 except ValueError:
-                    raise BadRequest(f"{key} {value[:64]!r} is not hex") from None
+                    raise MalformedOtlp(f"{key} {value[:64]!r} is not hex") from None
             out[key] = _hex_ids_to_base64(value)
         return out
     if isinstance(node, list):

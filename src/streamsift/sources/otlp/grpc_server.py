@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.metrics.v1 import (
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from streamsift.config.otlp import OtlpSignal
-from streamsift.sources.otlp.decode import BadRequest
+from streamsift.sources.otlp.decode import MalformedOtlp
 from streamsift.sources.otlp.ingest import Ingest, Rejected
 
 _CODES = {
@@ -36,7 +36,7 @@ def _export(ingest: Ingest, signal: OtlpSignal, request: Any, context: Any) -> N
     headers = {k: v for k, v in context.invocation_metadata() if isinstance(v, str)}
     try:
         ingest.export(signal, headers, request.SerializeToString())
-    except (Rejected, BadRequest) as exc:
+    except (Rejected, MalformedOtlp) as exc:
         status = exc.status if isinstance(exc, Rejected) else 400
         context.abort(_CODES.get(status, grpc.StatusCode.INVALID_ARGUMENT), str(exc))
 

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from streamsift.config.otlp import OtlpSignal
-from streamsift.sources.otlp.decode import REQUEST_TYPES, BadRequest
+from streamsift.sources.otlp.decode import REQUEST_TYPES, MalformedOtlp
 from streamsift.sources.otlp.ingest import Busy, Ingest, Rejected, TooLarge
 
 PROTOBUF = "application/x-protobuf"
@@ -50,11 +50,11 @@ async def _read_body(request: Request, limit: int) -> bytes:
         try:
             body = inflater.decompress(body, limit + 1)
         except zlib.error as exc:
-            raise BadRequest(f"the gzip body cannot be decompressed: {exc}") from None
+            raise MalformedOtlp(f"the gzip body cannot be decompressed: {exc}") from None
         if len(body) > limit:
             raise TooLarge(f"the decompressed request is larger than the {limit:,} bytes allowed")
     elif encoding not in ("", "identity"):
-        raise BadRequest(f"Content-Encoding {encoding!r} is not supported (use gzip or none)")
+        raise MalformedOtlp(f"Content-Encoding {encoding!r} is not supported (use gzip or none)")
     return body
 
 
@@ -81,7 +81,7 @@ def otlp_http_app(ingest: Ingest) -> Starlette:
             try:
                 body = await _read_body(request, _limit(ingest))
                 await run_in_threadpool(ingest.export, signal, dict(request.headers), body, as_json)
-            except (Rejected, BadRequest) as exc:
+            except (Rejected, MalformedOtlp) as exc:
                 status = exc.status if isinstance(exc, Rejected) else 400
                 headers = {"Retry-After": "1"} if isinstance(exc, Busy) else None
                 return Response(

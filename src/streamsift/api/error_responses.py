@@ -49,7 +49,7 @@ CODES = {
 }
 
 
-class BadRequest(ConfigurationError):
+class InvalidRequest(ConfigurationError):
     """A request the server cannot read: a malformed body, an unsupported content type."""
 
     def __init__(self, message: str, status: int = 400) -> None:
@@ -65,7 +65,7 @@ def status_of(exc: StreamsiftError) -> int:
         return 404
     if isinstance(exc, ConflictError):
         return 409
-    if isinstance(exc, BadRequest):
+    if isinstance(exc, InvalidRequest):
         return exc.status
     if isinstance(exc, ConfigurationError):
         return 400
