@@ -7,12 +7,8 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from streamsift.sources.kafka import (
-    KafkaPartitionRange,
-    KafkaReadSpec,
-    close_kept_consumers,
-    fetch_range,
-)
+from streamsift.sources.kafka import KafkaReadSpec
+from streamsift.sources.kafka_range import KafkaPartitionRange, close_kept_consumers, fetch_range
 
 pytestmark = pytest.mark.integration
 
@@ -49,14 +45,14 @@ def test_a_consumer_that_stopped_fetching_is_replaced(broker, topic, monkeypatch
     out paused) is replaced by a fresh one after STALL_REFRESH_S; the range is read in full."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from streamsift.sources import kafka
+    from streamsift.sources import kafka_range
 
     spec = KafkaReadSpec(broker.bootstrap_servers, topic, f"g-{topic}")
-    stuck = Consumer({**kafka.FETCH_DEFAULTS, **spec.consumer_config()})
+    stuck = Consumer({**kafka_range.FETCH_DEFAULTS, **spec.consumer_config()})
     stuck.assign([TopicPartition(topic, 0, 100)])
     stuck.pause(stuck.assignment())
-    monkeypatch.setattr(kafka, "STALL_REFRESH_S", 0.5)
-    monkeypatch.setattr(kafka._kept_consumers, "take", lambda _spec, _part: stuck)
+    monkeypatch.setattr(kafka_range, "STALL_REFRESH_S", 0.5)
+    monkeypatch.setattr(kafka_range._kept_consumers, "take", lambda _spec, _part: stuck)
 
     records = fetch_range(spec, KafkaPartitionRange(topic, 0, 100, 300))
     assert records.offsets == list(range(100, 300))

@@ -15,7 +15,7 @@ from streamsift.engine.arrow_passthrough import (
     unpack,
 )
 from streamsift.engine.processor import SourceProcessor
-from streamsift.sources.kafka import KafkaRecords
+from streamsift.sources.kafka_range import KafkaRecords
 from streamsift.transforms.parse import FieldSpec
 
 

@@ -15,7 +15,7 @@ from streamsift.config import ConfigError, parse_pipeline, read_document
 from streamsift.config.models import Dedup, Schema
 from streamsift.engine.batch_writer import error_class
 from streamsift.engine.processor import SourceProcessor
-from streamsift.sources.kafka import KafkaRecords
+from streamsift.sources.kafka_range import KafkaRecords
 from streamsift.transforms.event_time import future_event_time_errors
 
 UTC = timezone.utc

@@ -21,7 +21,7 @@ from streamsift.config.rows import (
     SOURCE_COLUMNS,
 )
 from streamsift.engine.processor import SourceProcessor
-from streamsift.sources.kafka import KafkaRecords
+from streamsift.sources.kafka_range import KafkaRecords
 
 DOC: dict[str, Any] = pipeline_doc(
     name="rows",

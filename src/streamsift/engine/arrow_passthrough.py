@@ -24,7 +24,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, RIGHT_RECORD_COLUMNS
 from streamsift.engine.processor import SPARK_DATA_TYPES, SourceProcessor
-from streamsift.sources.kafka import KafkaRecords
+from streamsift.sources.kafka_range import KafkaRecords
 from streamsift.transforms.schema_drift import FLAGGED_COLUMNS, is_flagged
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
