@@ -7,7 +7,8 @@ from streamsift.config.models import JoinType
 from streamsift_bench.common import JOIN_MAPPING, JOIN_TABLE, verify_join
 from streamsift_bench.isolated_run import batch_summary, pipeline_doc
 from streamsift_bench.measures import drain_rates
-from streamsift_bench.report import markdown, ratios, targets
+from streamsift_bench.report import markdown
+from streamsift_bench.verdicts import ratios, targets
 
 TRUTH = {"expected_rows": 5, "distinct_pairs": 5, "pair_checksum": 777}
 

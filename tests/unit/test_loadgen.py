@@ -19,7 +19,8 @@ from streamsift_bench.loadgen import (
     TokenBucket,
 )
 from streamsift_bench.measures import drain_rates, judge_step, memory_flatness, sustained_rate
-from streamsift_bench.report import markdown, ratios, targets
+from streamsift_bench.report import markdown
+from streamsift_bench.verdicts import ratios, targets
 
 
 def gen(**spec) -> LoadGenerator:

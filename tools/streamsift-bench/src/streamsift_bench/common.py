@@ -27,7 +27,8 @@ from streamsift.sample_data.schema import (
     clickhouse_type,
 )
 
-# the bench's topics keep a week of data, whatever their size
+# the bench's topics keep a week of data, whatever their size; set explicitly, as the bundled
+# broker reports only configs set at creation and quixstreams reads these of its input topic
 TOPIC_CONFIG = {"retention.ms": "604800000", "retention.bytes": "-1"}
 
 # Every benchmark table has the mapped columns plus the time ClickHouse inserted the row:

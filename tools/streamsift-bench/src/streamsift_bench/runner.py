@@ -30,109 +30,33 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streamsift.embedded.broker import Broker, create_topic
 from streamsift.spark_host import processes
-from streamsift_bench.common import DRAIN_GRACE_S, TOPIC_CONFIG, read_progress
+from streamsift_bench.common import TOPIC_CONFIG
 from streamsift_bench.large_drain import Backlog, large_drain
+from streamsift_bench.live_steps import Position, run_steps, wait_read
 from streamsift_bench.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
 from streamsift_bench.measures import (
     attach_batch_phases,
     attach_latency,
     drain_rates,
-    judge_step,
     load_average,
     machine_info,
     memory_flatness,
     ramp_limit,
     sustained_rate,
 )
+from streamsift_bench.options import CLUSTER_RUNS, LIVE_SCENARIOS, BenchOptions
 from streamsift_bench.profiles import Profiler
-from streamsift_bench.resources import CpuParties, TreeSampler, process_cpu
+from streamsift_bench.resources import TreeSampler, process_cpu
 
-SCENARIOS = ("ingest", "dedup", "dedup-join")
-LIVE_SCENARIOS = ("ingest", "dedup")
-# `--master`: the result names of the two cluster drains and their executor cores.
-CLUSTER_RUNS = {
-    "dedup@1-worker": 1,
-    "dedup@2-workers": 2,
-}  # the join scenario is measured draining a backlog only
-BASELINES = ("raw", "raw_ingest", "quix", "ch_final", "raw_join")
-# Topics get these explicitly: the bundled broker reports only configs set at creation, and
-# quixstreams reads retention.ms/retention.bytes of its input topic.
 WARMUP_EVENTS = 2_000
-PREPARE_MAX_BYTES = 1 << 30
 
 Log = Callable[[str], None]
-
-
-@dataclass
-class BenchOptions:
-    """Everything a bench run is parameterised by (recorded in results.json)."""
-
-    scenarios: tuple[str, ...] = SCENARIOS
-    baselines: tuple[str, ...] = BASELINES
-    events: int = 200_000
-    out: Path = Path(".streamsift/bench")
-    partitions: int = 3
-    duplicates: float = 0.2
-    keys: int = 10_000
-    payload_bytes: int = 1024
-    seed: int = 7
-    window: str = "1h"
-    join_events: int | None = None  # right-stream messages of dedup-join (None: events / 10)
-    join_left_window: str = "30s"
-    join_right_window: str = "60s"
-    join_unmatched: float = 0.1
-    live: bool = True
-    live_scenarios: tuple[str, ...] | None = None  # None: every scenario also runs live
-    latency_rates: tuple[int, ...] = (1_000, 5_000, 20_000)
-    ramp_rates: tuple[int, ...] = (
-        2_500,
-        5_000,
-        10_000,
-        20_000,
-        30_000,
-        40_000,
-        50_000,
-        60_000,
-        80_000,
-    )
-    step_seconds: float = 15.0
-    max_rows_per_batch: int | None = None
-    max_delay: str = "1s"  # streamsift's sink.max_delay_time: the trigger interval of live runs
-    state_store: str = "rocksdb"  # streamsift's runtime.state_store (the join's state)
-    spark_conf: dict[str, str] = field(default_factory=dict)  # every streamsift run's
-    bootstrap_servers: str | None = None
-    # "embedded": chdb inside each streamsift run's process (driver-side inserts); "server":
-    # each streamsift run starts a chdb-backed ClickHouse HTTP endpoint as its own process on
-    # its own data directory and inserts from the executors, as against a ClickHouse server.
-    clickhouse: str = "embedded"
-    keep_work: bool = False
-    plots: bool = True
-    profile: bool = False  # py-spy + JFR of every streamsift run into <out>/profiles/
-    # > 0: also drain a second, larger dedup backlog of this many events (streamsift dedup,
-    # the raw consumer, quixstreams), so the steady rate is not mostly warm-up (LARGE_RUNS)
-    drain_events: int = 0
-    soak_rate: int = 0  # > 0: run only the soak scenario at this rate (see _live)
-    soak_seconds: float = 600.0
-    soak_window: str = "7d"
-    # The soak's producer batches: the bundled broker lists every batch of a partition on each
-    # fetch, so 10 minutes of 50 ms batches (~12,000 a partition) slowed it until it stalled.
-    soak_linger_ms: int = 500
-    note: str = ""
-    command: str = "streamsift bench"
-    # A Spark cluster (spark://...): the dedup drain runs there twice, on one executor core
-    # and on two (spark.cores.max), against a ClickHouse server endpoint (CLUSTER_RUNS).
-    master: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        doc = asdict(self)
-        doc["out"] = str(self.out)
-        return doc
 
 
 @dataclass
@@ -516,7 +440,7 @@ class Bench:
         steps: list[dict[str, Any]] = []
         error = None
         try:
-            if not self._wait_read(position, proc, total, timeout=240):
+            if not wait_read(position, proc, total, timeout=240):
                 error = "the pipeline did not process the warm-up events within 240 s"
             else:
                 if scenario == "soak":
@@ -524,15 +448,25 @@ class Bench:
                 else:
                     plan = [("latency", r, opts.step_seconds) for r in opts.latency_rates]
                     plan += [("ramp", r, opts.step_seconds) for r in opts.ramp_rates]
-                steps = self._steps(
-                    position, proc, sampler, gen, plan, send, produced, lambda: total
+                steps = run_steps(
+                    position,
+                    proc,
+                    sampler,
+                    gen,
+                    plan,
+                    send,
+                    produced,
+                    lambda: total,
+                    payload_bytes=opts.payload_bytes,
+                    broker_pid=self.broker_pid,
+                    log=self.log,
                 )
         finally:
             gen.close()
             gen.write_truth(truth_path)
             if error is None:
                 backlog = total - position.processed
-                self._wait_read(position, proc, total, timeout=120 + backlog / 2_000)
+                wait_read(position, proc, total, timeout=120 + backlog / 2_000)
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
             code = self._finish(run, proc, timeout=180)
@@ -559,76 +493,3 @@ class Bench:
         verdict = "exact" if result.get("exact") else f"FAILED ({result.get('error') or 'counts'})"
         self.log(f"live: {scenario}: {verdict}; sustained {result['sustained_rate']}")
         return result
-
-    @staticmethod
-    def _wait_read(position: Position, proc: subprocess.Popen, target: int, timeout: float) -> bool:
-        """Wait until the pipeline has processed `target` messages (False: timeout or exit)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                return False
-            if position.processed >= target:
-                return True
-            time.sleep(0.25)
-        return False
-
-    def _steps(
-        self,
-        position: Position,
-        proc: subprocess.Popen,
-        sampler: TreeSampler,
-        gen: LoadGenerator,
-        plan: list[tuple[str, int, float]],
-        send: Callable[[Any, float | None], dict[str, Any]],
-        produced: list[tuple[float, int]],
-        total: Callable[[], int],
-    ) -> list[dict[str, Any]]:
-        steps: list[dict[str, Any]] = []
-        for phase, rate, seconds in plan:
-            if proc.poll() is not None:
-                break
-            n = max(1, int(rate * seconds))
-            # Serialise before the clock starts, unless that would not fit in memory (a long
-            # soak): then events are made while sending, which the achieved rate will show.
-            todo = gen.prepare(n) if n * self.opts.payload_bytes <= PREPARE_MAX_BYTES else n
-            self.log(f"live: {phase} step at {rate:,} events/s for {seconds:.0f}s")
-            cpu_before = CpuParties.now(sampler, self.broker_pid)
-            report = send(todo, rate)
-            cores = cpu_before.cores_until(CpuParties.now(sampler, self.broker_pid))
-            del todo
-            drained = self._wait_read(position, proc, total(), timeout=DRAIN_GRACE_S)
-            drained_at = time.time()
-            if not drained:  # let it catch up before the next step (or before stopping)
-                self._wait_read(position, proc, total(), timeout=max(60.0, n / 2000))
-            step = judge_step(phase, rate, report, produced, position.series(), drained, drained_at)
-            step["cores"] = cores
-            steps.append(step)
-            self.log(
-                f"live: {phase} {rate:,}/s: achieved {step['achieved_rps']:,.0f}/s, "
-                f"max lag {step['max_lag']:,} ({step['max_lag_seconds']:.1f}s of input), "
-                f"{'sustained' if step['sustained'] else 'NOT sustained'}; cores busy: "
-                + ", ".join(f"{k} {v:.2f}" for k, v in cores.items())
-            )
-            if phase == "ramp" and not step["sustained"]:
-                break
-        return steps
-
-
-class Position:
-    """How many messages a live pipeline has finished, from its worker's progress file.
-
-    The worker writes, about once a second, the end offsets of its last finished micro-batch
-    (summed over partitions, from where the query began): a micro-batch is finished when its
-    rows are in ClickHouse and Spark has committed it.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def series(self) -> list[tuple[float, int]]:
-        return [(p["t"], p["position"]) for p in read_progress(self.path) if "position" in p]
-
-    @property
-    def processed(self) -> int:
-        points = self.series()
-        return points[-1][1] if points else 0

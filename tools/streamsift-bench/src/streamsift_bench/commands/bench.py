@@ -217,7 +217,7 @@ def bench_options(args: argparse.Namespace) -> Any:
     from streamsift.config.durations import format_duration, parse_duration
     from streamsift_bench.commands.loadgen import join_windows
     from streamsift_bench.large_drain import LARGE_DRAIN_EVENTS
-    from streamsift_bench.runner import BASELINES, LIVE_SCENARIOS, SCENARIOS, BenchOptions
+    from streamsift_bench.options import BASELINES, LIVE_SCENARIOS, SCENARIOS, BenchOptions
 
     baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
     unknown = sorted(set(baselines) - set(BASELINES))
