@@ -8,7 +8,8 @@ status route's latency under concurrent clients. The closing figures of issue 12
 What it does, all on this machine: starts the bundled Kafka broker, then `streamsift serve
 --port 0` on a fresh data dir (a subprocess, as a user runs it). Each pipeline is the
 example `users-dedup` pipeline (embedded ClickHouse, which the service serves through its
-chdb endpoint) over a topic of its own holding `--events` loadgen events (20% re-sends).
+chdb endpoint) over a topic of its own holding `--events` generated events
+(streamsift.sample_data.generator, 20% re-sends).
 
 - create -> first row: from the POST that creates a pipeline to the first row its table
   holds (polled every 50 ms through the service's ClickHouse endpoint); also create ->
@@ -21,6 +22,7 @@ chdb endpoint) over a topic of its own holding `--events` loadgen events (20% re
   `--requests` GET /api/v1/pipelines/{id}/status, round-robin over the running pipelines.
 
 Nothing is timed in the test suite; run this twice on a quiet machine and compare.
+It runs in the dev environment of `make setup` (psutil comes with tools/streamsift-bench).
 """
 
 from __future__ import annotations

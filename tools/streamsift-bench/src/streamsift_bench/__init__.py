@@ -1,10 +1,15 @@
 """streamsift's bench and load tools, a distribution of their own (not in streamsift's wheel).
 
-- the benchmark suite, `streamsift bench` (`runner` says what one run does; `isolated_run`
-  is one run in its own process);
-- `loadgen`: realistic events at a controlled rate, with an optional join stream
-  (`streamsift loadgen`);
-- `chaos`: the kill -9 harness (`streamsift chaos`);
+- `streamsift bench`: `runner` drives one bench run (its `options`); each drain or live run is
+  a process of its own (`isolated_run`; the hand-written `baselines`; `quix_worker` in the
+  quixstreams interpreter of `quixenv`), sharing `common`'s table, checks and progress
+  files; `live_steps` sends a live run's fixed-rate steps, `large_drain` the large backlog;
+  `resources` and `profiles` watch the processes; `measures` and `verdicts` judge the
+  results; `report` and `plots` write them. `formats` (with `decode_timing`) times the
+  decoders alone.
+- `loadgen`: realistic events at a controlled rate, with an optional join stream, and the
+  ground truth (`streamsift loadgen`).
+- `chaos`: the kill -9 harness (`streamsift chaos`).
 - `commands`: those three subcommands, which streamsift's CLI finds through the entry points
   `streamsift.commands`.
 """

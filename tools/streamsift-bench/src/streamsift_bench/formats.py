@@ -4,7 +4,7 @@ The same orders (a nested record, a timestamp, a float, a bool, an array; ~230 b
 JSON) are encoded as JSON, as Avro and as Protobuf in the Confluent wire format (magic byte
 0, a 4-byte schema id, for Protobuf the message indexes), with fastavro and protobuf directly
 from the bench's own schemas, then parsed into the same eight pipeline fields by the parser a
-pipeline's executors use (streamsift_bench/decode_timing.py). What is measured is the parse step alone
+pipeline's executors use (timed by decode_timing.py). What is measured is the parse step alone
 on one core (no Kafka, no Spark, no ClickHouse): the schema lookup answers from memory, as
 the registry client's per-process cache does after its first fetch. The three parses must
 give the same rows (checked), else the run is marked not exact.

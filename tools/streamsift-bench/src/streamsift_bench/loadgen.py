@@ -1,6 +1,6 @@
 """A load generator: realistic JSON events at a controlled rate, with ground truth.
 
-Builds on `loadtest.generator` (same event core: id, type, nested user, tags, amount, attempt,
+Builds on streamsift.sample_data.generator, the demo's event stream (same event core: id, type, nested user, tags, amount, attempt,
 created_at) and adds what load tests need:
 
 - richer events (session and device objects, page, country) padded to `payload_bytes`;
@@ -14,10 +14,10 @@ created_at) and adds what load tests need:
   checksum of the ids a correct dedup pipeline must hold;
 - optionally (`JoinLoadSpec`) a second, related stream for a join: user profile events keyed
   by their own id, joined to the events on the user id, and the truth of an inner join with
-  dedup on both sides (`loadtest.reference`).
+  dedup on both sides (streamsift.sample_data.reference).
 
-Its events' pipeline schema and ClickHouse mapping are `loadtest.schema.LOAD_FIELDS` and
-`LOAD_MAPPING`, the join stream's `JOIN_FIELDS`.
+Its events' pipeline schema and ClickHouse mapping are `LOAD_FIELDS` and `LOAD_MAPPING` of
+streamsift.sample_data.schema, the join stream's `JOIN_FIELDS`.
 
 The event sequence is a pure function of the seed; only `produced_at_ms` depends on time.
 Messages are keyed by `event_id`, so all versions of an id share a partition.

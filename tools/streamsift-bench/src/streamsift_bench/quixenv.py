@@ -42,7 +42,7 @@ def _python(env: Path) -> Path:
 
 
 def ensure_quix_python(location: Path | None = None, log: object = None) -> Path:
-    """Return the overlay interpreter, building it first if needed (about 30 s, once)."""
+    """Return the overlay interpreter, building it first if needed (once per location)."""
     env = location or default_location()
     marker = env / ".streamsift-ready"
     if marker.exists():

@@ -14,9 +14,9 @@ One run of the bench:
    (streamsift runs the real PipelineRunner);
 3. per streamsift scenario but dedup-join, a live run: the pipeline runs continuously while
    the generator produces fixed-rate steps (latency at e.g. 1k/5k/20k events/s) and then a
-   stepped ramp that stops at the first rate whose lag does not stay bounded;
+   stepped ramp that stops at the first rate whose lag does not stay bounded (live_steps.py);
 4. checks every run against the truth (a mismatch fails the run: it gets no numbers), and
-   writes results.json, report.md and PNG plots.
+   writes results.json with the verdicts, report.md and PNG plots (report.py).
 """
 
 from __future__ import annotations
