@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml tools/streamsift-bench/py
 PYTEST_ARGS ?=
 UI_BUILT := src/streamsift/ui/static/index.html
 UI_SOURCES := $(shell find ui/src -type f 2>/dev/null) ui/index.html ui/package.json \
-	ui/package-lock.json ui/tsconfig.json ui/vite.config.ts
+	ui/package-lock.json ui/tsconfig.json ui/vite.config.ts ui/openapi.json ui/openapi-types/package.json \
+	$(shell find src/streamsift/wire src/streamsift/api -name '*.py' 2>/dev/null)
 
 .PHONY: setup demo test lint clean java ui browser jvm-archive
 

@@ -36,6 +36,10 @@ PROBES = {
         "streamsift.sdk._probe_sdk",
         "import streamsift.engine.runner",
     ),
+    "the wire models import only pydantic, config and the error hierarchy": (
+        "streamsift.wire._probe_wire",
+        "import fastapi",
+    ),
     "the product never imports the bench and load tools": (
         "streamsift.service._probe_tools",
         "import streamsift_bench.chaos",

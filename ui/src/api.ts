@@ -2,6 +2,8 @@
 // Errors become ApiError with the server's words: `message`, and `problems` (one
 // "field.path: message" line each) for a document or request with problems.
 
+import type { components } from "./api-schema";
+
 export class ApiError extends Error {
   status: number;
   problems: string[];
@@ -88,160 +90,39 @@ const get = <T>(path: string) => request<T>("GET", path);
 const post = <T>(path: string, json?: unknown) =>
   request<T>("POST", path, json === undefined ? undefined : { json });
 
-// ---------------------------------------------------------------- shapes (see /openapi.json)
+// ---------------------------------------------------------------- shapes: the API's own
+// Generated from the server's OpenAPI document (ui/openapi.json -> api-schema.ts, by
+// scripts/build-ui.sh); tests/unit/test_wire_types.py fails when either is stale. The
+// server's pydantic models (streamsift.wire) are the contract: no shape is written here.
 
-export type State =
-  | "Created" | "Running" | "Stopping" | "Stopped" | "Terminating" | "Resuming" | "Failed";
+type Schemas = components["schemas"];
 
-export interface Pipeline {
-  id: string;
-  name: string;
-  state: State;
-  desired_state: string;
-  version: number;
-  created_at: string;
-  updated_at: string;
-  error: string | null;
-  error_at: string | null;
-}
-
-export interface Status {
-  id: string;
-  state: State;
-  version: number;
-  error: string | null;
-  hint: string | null;
-  worker_state: string | null;
-  read: number;
-  written: number;
-  duplicates: number;
-  dlq: number;
-  late: number;
-  late_dropped: number;
-  batches: number;
-  lag: number | null;
-  lag_by_partition: Record<string, number>;
-  last_batch_at: string | null;
-  last_batch_duration_ms: number | null;
-  reported_at: string | null;
-}
-
-export interface StatusChange {
-  at: string;
-  from_state: State | null;
-  to_state: State;
-  error: string | null;
-  note: string | null;
-}
-
-export interface KafkaSecurity {
-  protocol: string;
-  mechanism?: string | null;
-  username?: string | null;
-  password?: string | null;
-  ca_file?: string | null;
-}
-
-export interface KafkaConnection {
-  bootstrap_servers: string;
-  security: KafkaSecurity;
-}
-
-export interface Topic {
-  name: string;
-  partitions: number;
-}
-
-export interface SampleMessage {
-  partition: number;
-  offset: number;
-  timestamp: string | null;
-  key: string | null;
-  value: unknown;
-  raw: string | null;
-  error: string | null;
-}
-
-export interface InferredField {
-  name: string;
-  type: string;
-  nullable: boolean;
-  examples: unknown[];
-}
-
-export interface Inferred {
-  fields: InferredField[];
-  event_time_candidates: { name: string; kind: string; note: string }[];
-  dedup_key_candidates: string[];
-  samples: number;
-  skipped: number;
-}
-
-export interface ExpressionValue {
-  value: unknown;
-  kind: string;
-  passes: boolean | null;
-  note: string | null;
-}
-
-export interface ClickHouseTest {
-  version: string;
-  database: string;
-  tables: string[];
-}
-
-export interface Column {
-  name: string;
-  type: string;
-}
-
-export interface DlqStats {
-  table: string;
-  exists: boolean;
-  total: number;
-  pending: number;
-  consumed: number;
-  replayed: number;
-  replaying: number;
-  by_class: {
-    stage: string;
-    error_class: string;
-    pending: number;
-    consumed: number;
-    replayed: number;
-    replaying: number;
-  }[];
-}
-
-export interface DeadLetter {
-  topic: string;
-  partition: number;
-  offset: number;
-  kafka_timestamp: string | null;
-  failed_at: string;
-  stage: string;
-  error_class: string;
-  error: string;
-  replay_attempts: number;
-  key: string | null;
-  payload: string | null;
-  payload_base64: string | null;
-}
-
-export interface TableRows {
-  table: string;
-  exists: boolean;
-  count: number;
-  columns: string[];
-  order: string | null;
-  rows: unknown[][];
-}
-
-export interface ReplayResult {
-  replayed: number;
-  still_failing: number;
-  dry_run: boolean;
-}
+export type State = Schemas["State"];
+export type DesiredState = Schemas["DesiredState"];
+export type Pipeline = Schemas["PipelineModel"];
+export type Status = Schemas["PipelineStatusModel"];
+export type StatusChange = Schemas["StatusChangeModel"];
+export type TableRows = Schemas["TableRowsModel"];
+export type KafkaSecurity = Schemas["KafkaSecurity"];
+export type KafkaConnection = Schemas["KafkaConnection"];
+export type KafkaTest = Schemas["KafkaTestResult"];
+export type Topic = Schemas["TopicModel"];
+export type SampleMessage = Schemas["SampleMessageModel"];
+export type Sample = Schemas["SampleResult"];
+export type InferredField = Schemas["InferredFieldModel"];
+export type Inferred = Schemas["InferResult"];
+export type ExpressionValue = Schemas["ExpressionValueResult"];
+export type ClickHouseTest = Schemas["ClickHouseTestResult"];
+export type Column = Schemas["ColumnModel"];
+export type DlqStats = Schemas["DlqStats"];
+export type DlqClassCount = Schemas["DlqClassCount"];
+export type DeadLetter = Schemas["DeadLetterModel"];
+export type DeadLetterPage = Schemas["DeadLetterPage"];
+export type ConsumedLetters = Schemas["ConsumedLetters"];
+export type PurgeResult = Schemas["PurgeResult"];
+export type ReplayRequest = Schemas["ReplayRequest"];
+export type ReplayResult = Schemas["ReplayResult"];
+export type Validated = Schemas["ValidateResult"];
 
 // ---------------------------------------------------------------- routes
 
@@ -263,22 +144,20 @@ export const api = {
   create: (doc: unknown) => post<Pipeline>(P, doc),
   createYaml: (yaml: string) => request<Pipeline>("POST", P, { yaml }),
   validateYaml: (yaml: string) =>
-    request<{ name: string; summary: string }>("POST", `${P}/validate`, { yaml }),
-  validate: (doc: unknown) => post<{ name: string; summary: string }>(`${P}/validate`, doc),
+    request<Validated>("POST", `${P}/validate`, { yaml }),
+  validate: (doc: unknown) => post<Validated>(`${P}/validate`, doc),
   dlqStats: (pid: string) => get<DlqStats>(`${id(pid)}/dlq/stats`),
   dlqMessages: (pid: string, limit = 50, offset = 0) =>
-    get<{ pending: number; messages: DeadLetter[] }>(
-      `${id(pid)}/dlq/messages?limit=${limit}&offset=${offset}`,
-    ),
+    get<DeadLetterPage>(`${id(pid)}/dlq/messages?limit=${limit}&offset=${offset}`),
   dlqConsume: (pid: string, limit: number) =>
-    post<{ consumed: number; messages: DeadLetter[] }>(`${id(pid)}/dlq/consume?limit=${limit}`),
-  dlqPurge: (pid: string) => post<{ purged: number }>(`${id(pid)}/dlq/purge`),
+    post<ConsumedLetters>(`${id(pid)}/dlq/consume?limit=${limit}`),
+  dlqPurge: (pid: string) => post<PurgeResult>(`${id(pid)}/dlq/purge`),
   dlqReplay: (pid: string, dryRun: boolean) =>
-    post<ReplayResult>(`${id(pid)}/dlq/replay`, { dry_run: dryRun }),
+    post<ReplayResult>(`${id(pid)}/dlq/replay`, { dry_run: dryRun } satisfies ReplayRequest),
   kafkaTest: (c: KafkaConnection) =>
-    post<{ brokers: string[]; topics: Topic[] }>("/api/v1/connections/kafka/test", c),
+    post<KafkaTest>("/api/v1/connections/kafka/test", c),
   sample: (c: KafkaConnection, topic: string, count = 20) =>
-    post<{ messages: SampleMessage[] }>("/api/v1/schemas/sample", { ...c, topic, count }),
+    post<Sample>("/api/v1/schemas/sample", { ...c, topic, count }),
   infer: (samples: unknown[]) => post<Inferred>("/api/v1/schemas/infer", { samples }),
   evaluate: (
     expression: string,

@@ -22,7 +22,6 @@ from streamsift.api.deps import require_token
 from streamsift.api.error_responses import install_error_handlers
 from streamsift.api.http_guard import HttpGuard
 from streamsift.api.middleware import BodySizeLimit, CatchUnexpected
-from streamsift.api.models import ErrorBody
 from streamsift.api.routers import (
     connections,
     dlq,
@@ -39,6 +38,7 @@ from streamsift.api.routers import glassflow as glassflow_api
 from streamsift.api.settings import ServiceSettings
 from streamsift.service.core import PipelineService
 from streamsift.service.otlp_receiver import OtlpReceiver
+from streamsift.wire.error_body import ErrorBody
 
 # Every route may answer these, in the one error shape (api/error_responses.py).
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {

@@ -16,7 +16,11 @@ from starlette.concurrency import run_in_threadpool
 
 from streamsift.api.deps import SettingsDep
 from streamsift.api.error_responses import InvalidRequest
-from streamsift.api.models import (
+from streamsift.api.settings import ServiceSettings
+from streamsift.config.models import ClickHouseConnection, KafkaSecurity
+from streamsift.service import destinations
+from streamsift.service.authoring import probes
+from streamsift.wire.helpers import (
     ClickHouseColumnsRequest,
     ClickHouseTestResult,
     ColumnModel,
@@ -24,10 +28,6 @@ from streamsift.api.models import (
     KafkaTestResult,
     TopicModel,
 )
-from streamsift.api.settings import ServiceSettings
-from streamsift.config.models import ClickHouseConnection, KafkaSecurity
-from streamsift.service import destinations
-from streamsift.service.authoring import probes
 
 router = APIRouter(prefix="/api/v1/connections", tags=["connections"])
 

@@ -14,7 +14,11 @@ from typing import Annotated, TypeVar
 from fastapi import APIRouter, Body, Path, Query
 
 from streamsift.api.deps import ServiceDep
-from streamsift.api.pipeline_models import (
+from streamsift.config import parse_pipeline
+from streamsift.engine.dead_letters import DeadLetters
+from streamsift.engine.errors import DlqNotFound
+from streamsift.service.core import PipelineService
+from streamsift.wire.dead_letters import (
     ConsumedLetters,
     DeadLetterModel,
     DeadLetterPage,
@@ -23,10 +27,6 @@ from streamsift.api.pipeline_models import (
     ReplayRequest,
     ReplayResult,
 )
-from streamsift.config import parse_pipeline
-from streamsift.engine.dead_letters import DeadLetters
-from streamsift.engine.errors import DlqNotFound
-from streamsift.service.core import PipelineService
 
 T = TypeVar("T")
 MAX_PAGE = 1000

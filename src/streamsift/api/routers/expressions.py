@@ -15,14 +15,14 @@ import anyio
 from fastapi import APIRouter, Request
 
 from streamsift.api.error_responses import InvalidRequest
-from streamsift.api.models import (
+from streamsift.service.authoring import expression_preview
+from streamsift.service.errors import ExpressionTooBig
+from streamsift.wire.helpers import (
     EvaluateRequest,
     ExpressionCheckResult,
     ExpressionRequest,
     ExpressionValueResult,
 )
-from streamsift.service.authoring import expression_preview
-from streamsift.service.errors import ExpressionTooBig
 
 router = APIRouter(prefix="/api/v1/expressions", tags=["expressions"])
 

@@ -15,16 +15,16 @@ from fastapi import APIRouter, Path, Query, Response
 
 from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody, ServiceDep
 from streamsift.api.glassflow_shapes import originals_of
-from streamsift.api.models import ErrorBody
-from streamsift.api.pipeline_models import (
+from streamsift.config import parse_pipeline
+from streamsift.engine.errors import DlqNotFound
+from streamsift.service.authoring.table_preview import newest_rows
+from streamsift.wire.error_body import ErrorBody
+from streamsift.wire.pipelines import (
     PipelineModel,
     PipelineStatusModel,
     StatusChangeModel,
     TableRowsModel,
 )
-from streamsift.config import parse_pipeline
-from streamsift.engine.errors import DlqNotFound
-from streamsift.service.authoring.table_preview import newest_rows
 
 CONFLICT = {
     409: {

@@ -13,10 +13,10 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from streamsift.api.deps import SettingsDep
-from streamsift.api.models import InferRequest, InferResult, SampleRequest, SampleResult
 from streamsift.api.routers.connections import require_kafka_allowed
 from streamsift.service.authoring import probes
 from streamsift.service.authoring.schema_inference import InferredSchema, infer_schema
+from streamsift.wire.helpers import InferRequest, InferResult, SampleRequest, SampleResult
 
 router = APIRouter(prefix="/api/v1/schemas", tags=["schemas"])
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody, SettingsDep
-from streamsift.api.models import ErrorBody, ValidateResult
 from streamsift.config.summary import summary
 from streamsift.service.core import judged
+from streamsift.wire.error_body import ErrorBody
+from streamsift.wire.helpers import ValidateResult
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
 

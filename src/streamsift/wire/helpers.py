@@ -1,15 +1,17 @@
-"""Request and response bodies of the native API's helper routes (and the error body).
+"""The helper routes' bodies: connection probes, sampling, schema inference, expressions and
+document validation.
 
 Requests reuse the pipeline document's models where they describe the same thing
 (`KafkaSecurity`, `ClickHouseConnection`, `SchemaField`, `FieldType`), so a connection the
-UI tested is written into a document unchanged. Models are frozen; unknown fields are refused.
+UI tested is written into a document unchanged. Requests refuse unknown fields; answers
+ignore them (wire/base.py).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from streamsift.config.models import (
     ClickHouseConnection,
@@ -20,21 +22,9 @@ from streamsift.config.models import (
 from streamsift.config.sink import check_table_name
 from streamsift.config.source import check_bootstrap_servers
 from streamsift.config.types import FieldType, parse_field_type
+from streamsift.wire.base import Answer, Request
 
 MAX_SAMPLES = 100
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ErrorBody(BaseModel):
-    """Every error answer of the API (the shape GlassFlow's API uses too)."""
-
-    status: int
-    code: str
-    message: str
-    details: dict[str, Any] = Field(default_factory=dict)
 
 
 Servers = Annotated[str, BeforeValidator(check_bootstrap_servers)]
@@ -43,17 +33,17 @@ Servers = Annotated[str, BeforeValidator(check_bootstrap_servers)]
 # ---------------------------------------------------------------------------- Kafka
 
 
-class KafkaConnection(_Body):
+class KafkaConnection(Request):
     bootstrap_servers: Servers
     security: KafkaSecurity = KafkaSecurity()
 
 
-class TopicModel(_Body):
+class TopicModel(Answer):
     name: str
     partitions: int
 
 
-class KafkaTestResult(_Body):
+class KafkaTestResult(Answer):
     ok: bool = True
     brokers: list[str]
     topics: list[TopicModel]
@@ -69,7 +59,7 @@ class SampleRequest(KafkaConnection):
         return check_topic_name(v)
 
 
-class SampleMessageModel(_Body):
+class SampleMessageModel(Answer):
     partition: int
     offset: int
     timestamp: str | None
@@ -79,7 +69,7 @@ class SampleMessageModel(_Body):
     error: str | None = Field(description="why the message could not be decoded")
 
 
-class SampleResult(_Body):
+class SampleResult(Answer):
     topic: str
     messages: list[SampleMessageModel]
 
@@ -87,7 +77,7 @@ class SampleResult(_Body):
 # ---------------------------------------------------------------------------- schema inference
 
 
-class InferRequest(_Body):
+class InferRequest(Request):
     """Infer from `samples` (JSON values) given here, or from messages read from `topic`."""
 
     samples: list[Any] | None = Field(default=None, max_length=10_000)
@@ -107,20 +97,20 @@ class InferRequest(_Body):
         return self
 
 
-class InferredFieldModel(_Body):
+class InferredFieldModel(Answer):
     name: str
     type: FieldType
     nullable: bool
     examples: list[Any]
 
 
-class EventTimeCandidateModel(_Body):
+class EventTimeCandidateModel(Answer):
     name: str
     kind: str
     note: str
 
 
-class InferResult(_Body):
+class InferResult(Answer):
     fields: list[InferredFieldModel]
     event_time_candidates: list[EventTimeCandidateModel]
     dedup_key_candidates: list[str]
@@ -136,7 +126,7 @@ class InferResult(_Body):
 # ---------------------------------------------------------------------------- ClickHouse
 
 
-class ClickHouseTestResult(_Body):
+class ClickHouseTestResult(Answer):
     ok: bool = True
     version: str
     database: str
@@ -159,7 +149,7 @@ class ClickHouseColumnsRequest(ClickHouseConnection):
         )
 
 
-class ColumnModel(_Body):
+class ColumnModel(Answer):
     name: str
     type: str
 
@@ -167,7 +157,7 @@ class ColumnModel(_Body):
 # ---------------------------------------------------------------------------- expressions
 
 
-class ExpressionRequest(_Body):
+class ExpressionRequest(Request):
     """A filter (no `type`) or a computed field of `type`, over `fields`."""
 
     expression: str
@@ -184,13 +174,13 @@ class EvaluateRequest(ExpressionRequest):
     event: dict[str, Any] = Field(description="a sample event (a JSON object)")
 
 
-class ExpressionCheckResult(_Body):
+class ExpressionCheckResult(Answer):
     ok: bool = True
     kind: str = Field(description="the kind of value the expression gives")
     fields: list[str] = Field(description="the fields it reads")
 
 
-class ExpressionValueResult(_Body):
+class ExpressionValueResult(Answer):
     value: Any
     kind: str
     passes: bool | None = Field(
@@ -202,7 +192,7 @@ class ExpressionValueResult(_Body):
 # ---------------------------------------------------------------------------- documents
 
 
-class ValidateResult(_Body):
+class ValidateResult(Answer):
     ok: bool = True
     name: str
     summary: str = Field(description="the line `streamsift validate` prints after 'ok: <name>: '")

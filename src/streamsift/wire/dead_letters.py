@@ -1,105 +1,96 @@
-"""Response bodies of the pipeline and DLQ routes, built from what the service core returns.
+"""The DLQ routes' bodies: pages of dead letters, stats, consume, purge and replay.
 
-Records, statuses and history entries mirror service/core.py's dataclasses field by field
-(read with `from_attributes`). Dead letters carry their key and payload as text when they are
-UTF-8, else base64 in `key_base64` / `payload_base64` (as `streamsift dlq show --json` prints
-them). Nothing here holds a secret: documents go out masked by the service (`***`).
+Dead letters carry their key and payload as text when they are UTF-8, else base64 in
+`key_base64` / `payload_base64` (as `streamsift dlq show --json` prints them). The API builds
+them from the engine's objects (engine/dead_letters.py) with `DeadLetterModel.of` and
+`DlqStats.of`, which read them by attribute (the protocols below), so this package does not
+import the engine.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from streamsift.service.lifecycle import DesiredState, State
-
-if TYPE_CHECKING:
-    from streamsift.engine.dead_letters import ClassCount, DeadLetter, DlqTotals
+from streamsift.wire.base import Answer, Request
 
 
-class _Answer(BaseModel):
-    model_config = ConfigDict(frozen=True, from_attributes=True)
+class LetterLike(Protocol):
+    """What `DeadLetterModel.of` reads of a dead letter (the DLQ store's DeadLetter)."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def kafka_timestamp_ms(self) -> int | None: ...
+
+    @property
+    def failed_at_ms(self) -> int: ...
+
+    @property
+    def stage(self) -> str: ...
+
+    @property
+    def error_class(self) -> str: ...
+
+    @property
+    def error(self) -> str: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def payload(self) -> bytes | None: ...
+
+    @property
+    def origin(self) -> str: ...
+
+    @property
+    def origin_error_class(self) -> str: ...
+
+    @property
+    def origin_error(self) -> str: ...
 
 
-class PipelineModel(_Answer):
-    """A pipeline as the service keeps it: its state and the state its user asked for."""
+class TotalsLike(Protocol):
+    """What `DlqStats.of` reads of the totals (engine's DlqTotals)."""
 
-    id: str
-    name: str
-    state: State
-    desired_state: DesiredState = Field(
-        description="what was asked last: a restarted server brings `running` ones back"
-    )
-    version: int = Field(description="the document's version: 1 at create, +1 per edit")
-    created_at: datetime
-    updated_at: datetime
-    error: str | None = Field(description="why it failed, when it is Failed")
-    error_at: datetime | None
+    @property
+    def pending(self) -> int: ...
 
+    @property
+    def consumed(self) -> int: ...
 
-class PipelineStatusModel(_Answer):
-    """The record's state and what the pipeline's worker last reported about this run."""
+    @property
+    def replayed(self) -> int: ...
 
-    id: str
-    state: State
-    desired_state: DesiredState
-    version: int
-    error: str | None
-    error_at: datetime | None
-    hint: str | None = Field(description="what to do about the error")
-    worker_state: str | None = Field(description="starting, running, stopping, stopped, failed")
-    pid: int | None
-    read: int = Field(description="records read from Kafka in this run")
-    written: int = Field(description="rows written to ClickHouse")
-    duplicates: int = Field(description="records dropped as duplicates")
-    dlq: int = Field(description="records written to the DLQ")
-    late: int
-    late_dropped: int
-    batches: int
-    rows_per_second: float | None = Field(
-        description="throughput: messages read per second of micro-batch time, this run"
-    )
-    lag: int | None = Field(description="messages behind the end of the topics, all partitions")
-    lag_by_partition: dict[str, int] = Field(description="lag by 'topic/partition'")
-    last_batch_at: str | None
-    last_batch_duration_ms: int | None
-    reported_at: str | None = Field(description="when the worker last reported")
+    @property
+    def replaying(self) -> int: ...
+
+    @property
+    def total(self) -> int: ...
 
 
-class StatusChangeModel(_Answer):
-    """One change of state, with its time, the error that caused it and a note."""
-
-    at: datetime
-    from_state: State | None
-    to_state: State
-    error: str | None
-    note: str | None
-
-
-class TableRowsModel(_Answer):
-    """The pipeline's ClickHouse table: its row count and newest rows."""
-
-    table: str
-    exists: bool = Field(description="false until the pipeline has created its table")
-    count: int = Field(description="rows in the table")
-    columns: list[str] = Field(description="the mapped columns, in mapping order")
-    order: str | None = Field(description="the event-time column rows are newest-first by")
-    rows: list[list[Any]] = Field(description="the newest rows, one value per column")
-
-
-# ---------------------------------------------------------------------------- dead letters
-
-
-class FirstFailure(_Answer):
+class FirstFailure(Answer):
     stage: str
     error_class: str
     error: str
 
 
-class DeadLetterModel(_Answer):
+class DeadLetterModel(Answer):
     """One pending dead letter: where it came from and its latest failure."""
 
     topic: str
@@ -120,7 +111,7 @@ class DeadLetterModel(_Answer):
     )
 
     @classmethod
-    def of(cls, letter: DeadLetter) -> DeadLetterModel:
+    def of(cls, letter: LetterLike) -> DeadLetterModel:
         key, key_b64 = _text_or_base64(letter.key)
         payload, payload_b64 = _text_or_base64(letter.payload)
         first = None
@@ -148,7 +139,7 @@ class DeadLetterModel(_Answer):
         )
 
 
-class DeadLetterPage(_Answer):
+class DeadLetterPage(Answer):
     """A page of the pending dead letters, in (topic, partition, offset) order."""
 
     pending: int = Field(description="pending dead letters in all")
@@ -157,14 +148,14 @@ class DeadLetterPage(_Answer):
     messages: list[DeadLetterModel]
 
 
-class ConsumedLetters(_Answer):
+class ConsumedLetters(Answer):
     """Dead letters handed over and marked consumed: they are not listed as pending again."""
 
     consumed: int
     messages: list[DeadLetterModel]
 
 
-class DlqClassCount(_Answer):
+class DlqClassCount(Answer):
     stage: str
     error_class: str
     pending: int
@@ -173,7 +164,7 @@ class DlqClassCount(_Answer):
     replaying: int
 
 
-class DlqStats(_Answer):
+class DlqStats(Answer):
     """Dead letters by what happened to them, in all and by (stage, error class)."""
 
     pipeline: str
@@ -188,8 +179,9 @@ class DlqStats(_Answer):
 
     @classmethod
     def of(
-        cls, pipeline: str, table: str, counts: list[ClassCount], totals: DlqTotals | None
+        cls, pipeline: str, table: str, counts: Sequence[object], totals: TotalsLike | None
     ) -> DlqStats:
+        """`counts`: objects with DlqClassCount's fields (the DLQ store's ClassCount)."""
         return cls(
             pipeline=pipeline,
             table=table,
@@ -203,24 +195,22 @@ class DlqStats(_Answer):
         )
 
 
-class PurgeResult(_Answer):
+class PurgeResult(Answer):
     purged: int = Field(description="dead letters deleted, pending and handled")
 
 
-class ReplayRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ReplayRequest(Request):
     limit: int | None = Field(default=None, ge=1, description="replay at most this many")
     dry_run: bool = Field(default=False, description="count what would happen; write nothing")
 
 
-class ReplayFailureCount(_Answer):
+class ReplayFailureCount(Answer):
     stage: str
     error_class: str
     count: int
 
 
-class ReplayResult(_Answer):
+class ReplayResult(Answer):
     """What a replay did (or, with dry_run, would do)."""
 
     replayed: int
@@ -240,5 +230,5 @@ def _text_or_base64(value: bytes | None) -> tuple[str | None, str | None]:
         return None, base64.b64encode(value).decode()
 
 
-def _at(ms: int | None) -> Any:
+def _at(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)

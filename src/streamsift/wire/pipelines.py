@@ -1,0 +1,103 @@
+"""A pipeline on the wire: its record, its status, its history and its table's rows.
+
+Records, statuses and history entries mirror service/core.py's dataclasses field by field
+(the API reads them with `from_attributes`). Nothing here holds a secret: documents go out
+masked by the service (`***`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import Field
+
+from streamsift.wire.base import Answer
+
+
+class State(str, Enum):
+    """A pipeline's state: GlassFlow's vocabulary (service/lifecycle.py has the
+    transitions; tests/unit/test_wire_types.py holds the two to the same values)."""
+
+    CREATED = "Created"
+    RUNNING = "Running"
+    STOPPING = "Stopping"
+    STOPPED = "Stopped"
+    TERMINATING = "Terminating"
+    RESUMING = "Resuming"
+    FAILED = "Failed"
+
+
+class DesiredState(str, Enum):
+    """What the user asked for last: the service brings a `running` pipeline back after a
+    restart of the server."""
+
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class PipelineModel(Answer):
+    """A pipeline as the service keeps it: its state and the state its user asked for."""
+
+    id: str
+    name: str
+    state: State
+    desired_state: DesiredState = Field(
+        description="what was asked last: a restarted server brings `running` ones back"
+    )
+    version: int = Field(description="the document's version: 1 at create, +1 per edit")
+    created_at: datetime
+    updated_at: datetime
+    error: str | None = Field(description="why it failed, when it is Failed")
+    error_at: datetime | None
+
+
+class PipelineStatusModel(Answer):
+    """The record's state and what the pipeline's worker last reported about this run."""
+
+    id: str
+    state: State
+    desired_state: DesiredState
+    version: int
+    error: str | None
+    error_at: datetime | None
+    hint: str | None = Field(description="what to do about the error")
+    worker_state: str | None = Field(description="starting, running, stopping, stopped, failed")
+    pid: int | None
+    read: int = Field(description="records read from Kafka in this run")
+    written: int = Field(description="rows written to ClickHouse")
+    duplicates: int = Field(description="records dropped as duplicates")
+    dlq: int = Field(description="records written to the DLQ")
+    late: int
+    late_dropped: int
+    batches: int
+    rows_per_second: float | None = Field(
+        description="throughput: messages read per second of micro-batch time, this run"
+    )
+    lag: int | None = Field(description="messages behind the end of the topics, all partitions")
+    lag_by_partition: dict[str, int] = Field(description="lag by 'topic/partition'")
+    last_batch_at: str | None
+    last_batch_duration_ms: int | None
+    reported_at: str | None = Field(description="when the worker last reported")
+
+
+class StatusChangeModel(Answer):
+    """One change of state, with its time, the error that caused it and a note."""
+
+    at: datetime
+    from_state: State | None
+    to_state: State
+    error: str | None
+    note: str | None
+
+
+class TableRowsModel(Answer):
+    """The pipeline's ClickHouse table: its row count and newest rows."""
+
+    table: str
+    exists: bool = Field(description="false until the pipeline has created its table")
+    count: int = Field(description="rows in the table")
+    columns: list[str] = Field(description="the mapped columns, in mapping order")
+    order: str | None = Field(description="the event-time column rows are newest-first by")
+    rows: list[list[Any]] = Field(description="the newest rows, one value per column")
