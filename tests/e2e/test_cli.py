@@ -6,16 +6,15 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
 from streamsift.embedded.broker import Broker
 from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
+from support.paths import REPO
 
 pytestmark = pytest.mark.e2e
-REPO = Path(__file__).resolve().parents[2]
 
 
 def streamsift(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:

@@ -15,7 +15,6 @@ import sys
 import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
@@ -24,8 +23,8 @@ from streamsift.cli.demo_join import report_lines
 from streamsift.cli.main import main
 from streamsift.sample_data.generator import JoinSpec, generate_join_streams
 from streamsift.sample_data.join_events import BAD_ORDERS, BAD_USERS, reference_rows
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 EVENTS, USERS = 300, 15  # seed 7: 60 order re-sends, 15 user re-sends, 25 orders of no user
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from otlp_helpers import EXAMPLES, grpc_exporters, http_exporters, send_spans
 from streamsift.embedded.broker import free_port
+from support.otlp import EXAMPLES, grpc_exporters, http_exporters, send_spans
+from support.paths import REPO
 
 pytestmark = pytest.mark.e2e
-REPO = Path(__file__).resolve().parents[2]
 
 
 def count_rows(clickhouse: Path, table: str) -> int:

@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
+from support.paths import REPO
 
 pytestmark = pytest.mark.e2e
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples/pipelines/users-dedup.yaml"
 
 

@@ -17,7 +17,6 @@ import httpx
 import pytest
 import yaml
 
-from api_server import ServerThread
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
@@ -30,9 +29,10 @@ from streamsift.errors import (
     TransientError,
 )
 from streamsift.sdk import Client, NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
+from support.paths import REPO
+from support.servers import ServerThread
 
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
 TOKEN = "t0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 

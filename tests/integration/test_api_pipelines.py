@@ -22,11 +22,11 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from service_helpers import pipeline_doc, produce, wait_for
 from streamsift.embedded.broker import Broker, free_port
 from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.sdk import Client, Conflict, NotFound
 from streamsift.spark_host.processes import kill_pid_tree
+from support.service_pipeline import pipeline_doc, produce, wait_for
 
 pytestmark = pytest.mark.integration
 

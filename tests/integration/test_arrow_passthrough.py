@@ -13,11 +13,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
 from streamsift.engine.arrow_passthrough import PASSTHROUGH_ENV
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sample_data.schema import EVENT_MAPPING
+from support.pipeline_docs import event_doc
 
 pytestmark = pytest.mark.integration
 

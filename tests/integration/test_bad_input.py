@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.engine.replay import Replayer
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sinks.dlq_queries import DlqQueries
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 pytestmark = pytest.mark.integration
 

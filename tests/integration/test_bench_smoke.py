@@ -12,12 +12,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from support.paths import REPO
+
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
 
 
 def streamsift(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:

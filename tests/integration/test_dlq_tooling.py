@@ -26,7 +26,6 @@ import pytest
 import yaml
 from confluent_kafka import Producer
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.cli.main import main
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
@@ -35,6 +34,7 @@ from streamsift.engine.replay import Replayer
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sinks.dlq_queries import DlqQueries
 from streamsift.sources.errors import SourceError
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 2, 1, tzinfo=timezone.utc)

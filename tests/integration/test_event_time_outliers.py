@@ -18,9 +18,9 @@ from confluent_kafka import Producer
 from test_exactly_once import Endpoint, run_cli
 from test_join import T0, M, encode, order, pipeline_doc, user
 
-from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner
+from support.pipeline_docs import event_doc
 
 pytestmark = pytest.mark.integration
 

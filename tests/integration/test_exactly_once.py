@@ -18,7 +18,6 @@ import clickhouse_connect
 import pytest
 import yaml
 
-from pipeline_docs import event_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
 from streamsift.embedded.clickhouse_faults import set_remote_faults
@@ -26,6 +25,7 @@ from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 from streamsift.sample_data.schema import EVENT_MAPPING
+from support.pipeline_docs import event_doc
 
 pytestmark = pytest.mark.integration
 

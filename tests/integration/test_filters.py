@@ -13,9 +13,9 @@ import random
 
 import pytest
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,6 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
@@ -22,16 +21,16 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
-from api_server import ServerThread
-from service_helpers import wait_for
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
 from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.service.core import PipelineService
+from support.paths import EXAMPLES
+from support.servers import ServerThread
+from support.service_pipeline import wait_for
 
 pytestmark = pytest.mark.integration
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
 CH_PASSWORD = "gf-ch-secret-7Qx"
 
 

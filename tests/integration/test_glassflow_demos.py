@@ -22,10 +22,10 @@ from streamsift.config import parse_pipeline
 from streamsift.config.glassflow.importer import import_glassflow
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sinks.dlq_queries import DlqQueries
+from support.paths import DEMOS
 
 pytestmark = pytest.mark.integration
 
-DEMOS = Path(__file__).parents[1] / "data" / "glassflow_demos"
 UUIDS = [f"6f1c1e6e-8a4b-4c5e-9f1c-1e6e8a4b4c5{i}" for i in range(10)]
 
 

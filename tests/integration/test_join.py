@@ -14,10 +14,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pipeline_docs import fields, join_doc, join_source, mapping
 from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner
 from streamsift.spark_host.query_conf import JOIN_STATE_FORMAT
+from support.pipeline_docs import fields, join_doc, join_source, mapping
 
 pytestmark = pytest.mark.integration
 

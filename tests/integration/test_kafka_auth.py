@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.engine.query import read_spec
 from streamsift.sources.errors import SourceError, SourceUnavailable
 from streamsift.sources.kafka import KafkaStreamReader
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 pytestmark = pytest.mark.integration
 SECRET = "s3cr3t-never-shown"

@@ -13,7 +13,6 @@ import json
 import re
 import threading
 import time
-from pathlib import Path
 
 import grpc
 import httpx
@@ -21,7 +20,12 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 
-from otlp_helpers import (
+from streamsift.config import parse_pipeline
+from streamsift.config.glassflow.importer import import_glassflow
+from streamsift.config.models import Pipeline
+from streamsift.engine.runner import PipelineRunner
+from streamsift.service.otlp_receiver import OtlpReceiver
+from support.otlp import (
     PIPELINE_HEADER,
     example_pipeline,
     grpc_exporters,
@@ -31,15 +35,10 @@ from otlp_helpers import (
     send_metrics,
     send_spans,
 )
-from streamsift.config import parse_pipeline
-from streamsift.config.glassflow.importer import import_glassflow
-from streamsift.config.models import Pipeline
-from streamsift.engine.runner import PipelineRunner
-from streamsift.service.otlp_receiver import OtlpReceiver
+from support.paths import DEMOS
 
 pytestmark = pytest.mark.integration
 
-DEMOS = Path(__file__).parents[1] / "data" / "glassflow_demos"
 TRACE = "5b8efff798038103d269b633813fc60c"
 SPAN = "eee19b7ec3c1b174"
 

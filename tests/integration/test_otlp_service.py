@@ -12,10 +12,10 @@ import pytest
 import yaml
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
-from api_server import ServerThread
-from otlp_helpers import EXAMPLES, http_exporters, send_spans
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
+from support.otlp import EXAMPLES, http_exporters, send_spans
+from support.servers import ServerThread
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,14 @@ import uuid
 
 import pytest
 
-from pipeline_docs import fields, mapping, pipeline_doc
-from registry_messages import (
+from streamsift.config import parse_pipeline
+from streamsift.engine.registry_fields import parse_resolved
+from streamsift.engine.replay import Replayer
+from streamsift.engine.runner import PipelineRunner
+from streamsift.sinks.dlq_queries import DlqQueries
+from streamsift.sinks.errors import SinkError
+from support.pipeline_docs import fields, mapping, pipeline_doc
+from support.registry_messages import (
     avro_order,
     avro_serializer,
     expected_proto_row,
@@ -22,12 +28,6 @@ from registry_messages import (
     proto_serializer,
     serialize,
 )
-from streamsift.config import parse_pipeline
-from streamsift.engine.registry_fields import parse_resolved
-from streamsift.engine.replay import Replayer
-from streamsift.engine.runner import PipelineRunner
-from streamsift.sinks.dlq_queries import DlqQueries
-from streamsift.sinks.errors import SinkError
 
 pytestmark = pytest.mark.integration
 

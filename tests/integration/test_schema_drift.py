@@ -10,12 +10,12 @@ import logging
 
 import pytest
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.engine.errors import PipelineFailed
 from streamsift.engine.new_columns import ADDED_COLUMNS_FILE
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sinks.dlq_queries import DlqQueries
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 pytestmark = pytest.mark.integration
 

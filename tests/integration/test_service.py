@@ -20,12 +20,12 @@ import clickhouse_connect
 import pytest
 from confluent_kafka import Producer
 
-from service_helpers import pipeline_doc, produce, wait_for
 from streamsift.embedded.broker import Broker, free_port
 from streamsift.errors import ConflictError
 from streamsift.service.core import PipelineService
 from streamsift.service.lifecycle import State
 from streamsift.spark_host.processes import kill_pid_tree
+from support.service_pipeline import pipeline_doc, produce, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from support.paths import REPO
+
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
 
 
 def closed_port() -> int:

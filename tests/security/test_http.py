@@ -24,9 +24,10 @@ import httpx
 import pytest
 import yaml
 
+from support.paths import REPO
+
 from .conftest import TOKEN, Serve
 
-REPO = Path(__file__).resolve().parents[2]
 PIPELINES = "/api/v1/pipelines"
 EVIL = "https://evil.example"
 

@@ -20,16 +20,16 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import yaml
 
+from support.paths import REPO
+
 from .conftest import Serve
 
-REPO = Path(__file__).resolve().parents[2]
 SECRET = "TOPSECRET-internal-7f3a"
 
 

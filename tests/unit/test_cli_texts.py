@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import pytest
 
 from streamsift.cli.main import DUPLICATES_RANGE, build_parser, main
-
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

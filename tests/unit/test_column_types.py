@@ -9,11 +9,11 @@ from datetime import date, datetime, timezone
 import pyarrow as pa
 import pytest
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.errors import ConfigError
 from streamsift.config.types import FieldType, check_compatible, parse_clickhouse_type
 from streamsift.transforms.column_values import arrow_type, needs_shaping, shape_columns
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 UTC = timezone.utc
 

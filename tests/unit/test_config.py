@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import (
     CHType,
     ConfigError,
@@ -22,6 +21,7 @@ from streamsift.config import (
     parse_pipeline,
 )
 from streamsift.config.types import check_compatible, parse_field_type
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 BASE: dict[str, Any] = pipeline_doc(
     version=1,

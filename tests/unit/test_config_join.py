@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pipeline_docs import fields, join_doc, join_source, mapping, pipeline_doc
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.models import DedupMode, JoinType
+from support.pipeline_docs import fields, join_doc, join_source, mapping, pipeline_doc
 
 SINGLE: dict[str, Any] = pipeline_doc(
     name="p1",

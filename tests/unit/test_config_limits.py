@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_docs import pipeline_doc
 from streamsift.config import ConfigError, load_pipeline, parse_pipeline
 from streamsift.config.loader import MAX_DOCUMENT_BYTES
+from support.pipeline_docs import pipeline_doc
 
 
 def wide_doc(n_fields: int, topic: str = "events") -> dict:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 TOOLS = REPO / "tools" / "streamsift-bench"
 STREAMSIFT = Path(sys.executable).with_name("streamsift")
 TOOL_COMMANDS = {"bench", "loadgen", "chaos"}

@@ -17,9 +17,9 @@ from streamsift.engine.batch_writer import error_class
 from streamsift.engine.processor import SourceProcessor
 from streamsift.sources.kafka_range import KafkaRecords
 from streamsift.transforms.event_time import future_event_time_errors
+from support.paths import EXAMPLES
 
 UTC = timezone.utc
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
 BASE = read_document(EXAMPLES / "users-dedup.yaml")
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)  # the Kafka timestamp of "normal" messages
 FUTURE = datetime(2099, 1, 1, tzinfo=UTC)

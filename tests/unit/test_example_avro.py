@@ -5,7 +5,6 @@ file with `schema.from_registry` validates against a registry holding that schem
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import yaml
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
@@ -14,8 +13,7 @@ from streamsift.cli.main import main
 from streamsift.config import load_pipeline
 from streamsift.config.registry_schemas import avro_fields
 from streamsift.sources.schema_registry import clear_cache
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
+from support.paths import EXAMPLES
 
 
 def test_example_fields_are_the_avsc_fields() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from streamsift.config import Pipeline, load_pipeline
+from support.paths import EXAMPLES, REPO
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
 FILES = sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
 
 
@@ -39,7 +39,7 @@ def test_users_dedup_example() -> None:
 
 
 def test_configuration_doc_shows_the_example_as_it_is() -> None:
-    doc = (EXAMPLES.parents[1] / "docs" / "configuration.md").read_text()
+    doc = (REPO / "docs" / "configuration.md").read_text()
     marker = "`examples/pipelines/users-dedup.yaml`:\n\n```yaml\n"
     shown = doc[doc.index(marker) + len(marker) :].split("```\n", 1)[0]
     assert shown == (EXAMPLES / "users-dedup.yaml").read_text()
@@ -48,7 +48,7 @@ def test_configuration_doc_shows_the_example_as_it_is() -> None:
 def test_readme_demo_output_is_what_the_default_demo_prints() -> None:
     from streamsift.cli.main import build_parser
 
-    readme = (EXAMPLES.parents[1] / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
     demo = build_parser().parse_args(["demo"])
     events, duplicates = demo.events, round(demo.events * demo.duplicates)
     assert (

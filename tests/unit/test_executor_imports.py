@@ -17,8 +17,8 @@ from pyspark import cloudpickle
 from streamsift.config import load_pipeline
 from streamsift.engine.query import pass_through_processor, read_spec
 from streamsift.sources.kafka import make_data_source
+from support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "pipelines"
 DRIVER_ONLY = ("pydantic", "sqlglot", "clickhouse_connect", "chdb", "streamsift.config.models")
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from streamsift.config import parse_pipeline
 from streamsift.config.glassflow.importer import import_glassflow
+from support.paths import DEMOS
 
-DEMOS = Path(__file__).parents[1] / "data" / "glassflow_demos"
 FILES = sorted(DEMOS.glob("*.json"))
 
 

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.glassflow.importer import import_glassflow
 from streamsift.config.kafka_security import KafkaSecurity, is_secret_property
 from streamsift.config.secrets import get_path, secret_paths, secret_values
 from streamsift.sources.errors import SourceError
 from streamsift.sources.kafka_auth import client_config, token_callback
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 KEYTAB = b"\x05\x02fake-keytab-bytes"
 PEM_CERT = "-----BEGIN CERTIFICATE-----\nMIIBcert\n-----END CERTIFICATE-----\n"

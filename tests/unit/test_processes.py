@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from streamsift.spark_host import processes
+from support.paths import REPO
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -83,7 +84,7 @@ import streamsift_bench.common
 
 
 def test_no_product_module_imports_the_test_helpers():
-    src = Path(__file__).resolve().parents[2] / "src" / "streamsift"
+    src = REPO / "src" / "streamsift"
     offenders = []
     for path in src.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

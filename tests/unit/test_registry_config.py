@@ -8,12 +8,10 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
-from api_server import ServerThread
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import ConfigError, parse_pipeline
+from streamsift.config.secrets import secret_values
 from streamsift.config.types import FieldType
 from streamsift.embedded.broker import free_port
-from streamsift.config.secrets import secret_values
 from streamsift.engine.registry_fields import parse_resolved, require_fields
 from streamsift.sources.schema_registry import (
     RegistryClient,
@@ -23,7 +21,9 @@ from streamsift.sources.schema_registry import (
 )
 from streamsift.transforms.parse import FieldSpec
 from streamsift.transforms.registry_decode import RegistryParser
+from support.pipeline_docs import fields, mapping, pipeline_doc
 from support.schema_registry import build_registry_app
+from support.servers import ServerThread
 
 AVSC = '{"type":"record","name":"E","fields":[{"name":"id","type":"string"},{"name":"n","type":"long"}]}'
 SECRET = "sr-Secret-Kk31"

@@ -9,17 +9,6 @@ import struct
 
 import pytest
 
-from registry_messages import (
-    avro_order,
-    avro_order_schema,
-    avro_serializer,
-    expected_avro_row,
-    expected_proto_row,
-    proto_order,
-    proto_order_class,
-    proto_serializer,
-    serialize,
-)
 from streamsift.config.registry_schemas import avro_fields, schema_fields
 from streamsift.config.types import FieldType
 from streamsift.sources.schema_registry import RegistryClient, WriterSchemas, clear_cache
@@ -29,6 +18,17 @@ from streamsift.transforms.registry_decode import (
     clear_decoders,
     decode_error_class,
     read_message_indexes,
+)
+from support.registry_messages import (
+    avro_order,
+    avro_order_schema,
+    avro_serializer,
+    expected_avro_row,
+    expected_proto_row,
+    proto_order,
+    proto_order_class,
+    proto_serializer,
+    serialize,
 )
 
 AVRO_FIELDS = [

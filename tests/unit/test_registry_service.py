@@ -18,13 +18,13 @@ from typing import Any
 import httpx
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
-from api_server import ServerThread
-from pipeline_docs import mapping, pipeline_doc
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import free_port
 from streamsift.sources.schema_registry import clear_cache
+from support.pipeline_docs import mapping, pipeline_doc
 from support.schema_registry import RegistryState, build_registry_app
+from support.servers import ServerThread
 
 AVSC = (
     '{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},'

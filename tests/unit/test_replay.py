@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pipeline_docs import fields, join_doc, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.engine.errors import ReplayUnsupported
 from streamsift.engine.replay import Replayer
 from streamsift.sinks.dlq_queries import DeadLetter
+from support.pipeline_docs import fields, join_doc, mapping, pipeline_doc
 
 T = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
 

@@ -9,7 +9,6 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.models import Schema
 from streamsift.config.rows import (
@@ -22,6 +21,7 @@ from streamsift.config.rows import (
 )
 from streamsift.engine.processor import SourceProcessor
 from streamsift.sources.kafka_range import KafkaRecords
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 DOC: dict[str, Any] = pipeline_doc(
     name="rows",

@@ -7,9 +7,9 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from api_server import ServerThread
 from streamsift.sources.schema_registry import RegistryClient, RegistryError, clear_cache
 from support.schema_registry import build_registry_app
+from support.servers import ServerThread
 
 AVRO_V1 = '{"type":"record","name":"A","fields":[{"name":"x","type":"long"}]}'
 AVRO_V2 = (

@@ -10,8 +10,7 @@ from streamsift.config import load_pipeline, parse_pipeline
 from streamsift.errors import ConfigurationError
 from streamsift.sdk import save_yaml
 from streamsift.sdk.errors import ValidationFailed, error_from_response
-
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
 
 
 def test_a_pipeline_saved_as_yaml_loads_back_equal(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.rows import OUTPUT_COLUMNS
 from streamsift.embedded.broker import free_port
@@ -26,6 +25,7 @@ from streamsift.sinks.dlq import DLQ_COLUMNS
 from streamsift.sinks.errors import SinkError
 from streamsift.sinks.retry import RetryPolicy
 from streamsift.sources.fetch import Message
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 SASL_SECRET = "sasl-Secret-7Hq2"
 CH_SECRET = "ch-Secret-9Wd4"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.secrets import secret_values
 from streamsift.engine.batch_writer import sink_error_class
 from streamsift.sinks.clickhouse.error_text import row_error
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 CHDB_UUID = (
     "insert into t: Code: 376. DB::Exception: Code: 376. DB::Exception: Cannot parse uuid nope: "

@@ -13,7 +13,8 @@ from streamsift.config import ConfigError, parse_pipeline
 from streamsift.engine.signals import StopFlag, StopRequested
 from streamsift.sinks.clickhouse.client import short_reason
 from streamsift.sinks.errors import SinkTransientError
-from streamsift.sinks.retry import RetryInterrupted, RetryPolicy
+from streamsift.sinks.retry import RetryInterrupted, RetryPolicy, RetryStatus
+from support.paths import EXAMPLES
 
 
 def test_a_set_flag_ends_the_retry_back_off():
@@ -63,11 +64,7 @@ def test_short_reason_keeps_the_gist_of_a_connection_error():
 
 
 def test_sink_connect_timeout_defaults_to_30s_and_names_its_field():
-    from pathlib import Path
-
-    doc = yaml.safe_load(
-        (Path(__file__).resolve().parents[2] / "examples/pipelines/users-dedup.yaml").read_text()
-    )
+    doc = yaml.safe_load((EXAMPLES / "users-dedup.yaml").read_text())
     assert parse_pipeline(doc).sink.connect_timeout.total_seconds() == 30
     doc["sink"]["connect_timeout"] = "5s"
     assert parse_pipeline(doc).sink.connect_timeout.total_seconds() == 5
@@ -77,7 +74,7 @@ def test_sink_connect_timeout_defaults_to_30s_and_names_its_field():
 
 
 def test_the_retry_status_is_cleared_when_the_action_recovers():
-    statuses: list[str | None] = []
+    statuses: list[RetryStatus | None] = []
     attempts = iter([SinkTransientError("refused"), None])
 
     def flaky() -> str:
@@ -87,5 +84,7 @@ def test_the_retry_status_is_cleared_when_the_action_recovers():
         return "ok"
 
     policy = RetryPolicy(initial_s=0.01, log_episodes=False)
-    assert policy.run(flaky, "connecting", on_wait=statuses.append) == "ok"
-    assert statuses[-1] is None and statuses[0].startswith("connecting: retrying")
+    assert policy.run(flaky, "connecting", on_wait=statuses.append, operation="connect") == "ok"
+    assert statuses[-1] is None
+    assert statuses[0] == RetryStatus("connect", "connecting", 1, "SinkTransientError", "refused")
+    assert statuses[0].text == "connecting: retrying after transient error: refused"

@@ -23,14 +23,15 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from api_server import ServerThread
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
+from support import paths
+from support.servers import ServerThread
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 expect_ = playwright_sync.expect
 
-ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "ui"
+ARTIFACTS = paths.ARTIFACTS / "ui"
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # Chrome logs every fetch() answered 4xx/5xx as a console error ("Failed to load resource:
 # the server responded with a status of 422"). The UI asks the API to validate drafts (422,
@@ -59,7 +60,7 @@ class Watch:
 def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The UI's server (no token) for one module; its URL. At the end its pipelines are
     terminated and waited for, so its workers and ClickHouse endpoints end with it."""
-    if not (Path(__file__).resolve().parents[3] / "src/streamsift/ui/static/index.html").is_file():
+    if not (paths.REPO / "src/streamsift/ui/static/index.html").is_file():
         pytest.fail("the UI is not built: run `make setup` (npm ci + npm run build in ui/)")
     data = tmp_path_factory.mktemp("ui-serve") / "data"
     # the wizard tests put their embedded ClickHouse in their own temp dirs: allowed here

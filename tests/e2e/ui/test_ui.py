@@ -19,11 +19,12 @@ import pytest
 from confluent_kafka import Producer
 from fastapi.testclient import TestClient
 
-from api_server import ServerThread
 from streamsift.api.app import create_app
 from streamsift.api.routers import ui as ui_router
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker, free_port
+from support.paths import EXAMPLES
+from support.servers import ServerThread
 
 from .conftest import (
     deploy_from_review,
@@ -40,7 +41,6 @@ expect = pytest.importorskip("playwright.sync_api").expect
 
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "pipelines"
 
 
 def event(i: int) -> dict[str, Any]:

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from api_server import ServerThread
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
+from support.servers import ServerThread
 
 from .conftest import open_page, shot
 

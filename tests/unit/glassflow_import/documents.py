@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from streamsift.config import ConfigError
 from streamsift.config.glassflow import convert_glassflow
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "pipelines"
+from support.paths import EXAMPLES
 
 VERSIONS = ("v1", "v2", "v3")
 

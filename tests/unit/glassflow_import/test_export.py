@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +13,7 @@ import yaml
 from streamsift.config import parse_pipeline
 from streamsift.config.glassflow import convert_glassflow
 from streamsift.config.glassflow.export import export_v3, v3_column_type
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "pipelines"
+from support.paths import EXAMPLES
 
 
 @pytest.fixture(scope="module")

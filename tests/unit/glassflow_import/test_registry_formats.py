@@ -10,11 +10,16 @@ import json
 
 import pytest
 
-from registry_messages import avro_order_schema, proto_order_class, proto_serializer, serialize
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.glassflow import convert_glassflow
 from streamsift.engine.registry_fields import glassflow_with_registry_fields, parse_resolved
 from streamsift.sources.schema_registry import clear_cache
+from support.registry_messages import (
+    avro_order_schema,
+    proto_order_class,
+    proto_serializer,
+    serialize,
+)
 
 from .documents import changed, example, problems
 

@@ -10,8 +10,8 @@ import yaml
 
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
+from support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pipelines"
 PIPELINE_HEADER = "x-glassflow-pipeline-id"
 
 
