@@ -8,6 +8,7 @@ is stale: run `bash scripts/build-ui.sh` (or `make ui`) and commit both files.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ from pydantic import BaseModel
 import streamsift.sdk.client
 import streamsift.sdk.models
 from streamsift.api.openapi_document import openapi_text
-from streamsift.service import lifecycle
+from streamsift.service import core, database, lifecycle
 from streamsift.wire import pipelines
 from support.paths import REPO
 
@@ -81,3 +82,14 @@ def test_the_wire_states_are_the_lifecycles() -> None:
     assert {s.name: s.value for s in pipelines.DesiredState} == {
         s.name: s.value for s in lifecycle.DesiredState
     }
+
+
+def test_the_services_records_have_the_wire_models_fields() -> None:
+    """The API reads its answers off the service's dataclasses by attribute: same fields."""
+    pairs = (
+        (core.PipelineStatus, pipelines.PipelineStatusModel),
+        (database.PipelineRecord, pipelines.PipelineModel),
+        (database.StatusChange, pipelines.StatusChangeModel),
+    )
+    for record, model in pairs:
+        assert [f.name for f in dataclasses.fields(record)] == list(model.model_fields), record
