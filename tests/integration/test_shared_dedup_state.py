@@ -13,7 +13,7 @@ import pytest
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 from streamsift.spark_host.session import spark_session
-from streamsift.transforms.dedup_store import PartitionStore, local_cache_root
+from streamsift.transforms.dedup.shared_state import SharedPartitionState, local_cache_root
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +47,7 @@ def test_moving_a_local_pipeline_to_shared_state_lets_no_duplicate_through(
     r.run(until_caught_up=True)
     assert r.writer.count(unique_name) == truth.expected_unique
     assert r.writer.count(unique_name, "attempt > 0") == 0
-    logs, snaps = PartitionStore(str(shared), f"dedup/{unique_name}/p0").listing()
+    logs, snaps = SharedPartitionState(str(shared), f"dedup/{unique_name}/p0").listing()
     assert snaps and logs  # carried over, then one changelog per range
 
     # no cache left (as on a new executor): the shared state alone must reject them again

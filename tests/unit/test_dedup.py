@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from streamsift.transforms.dedup import PartitionDedup, encode_key
+from streamsift.transforms.dedup.keys import encode_key
+from streamsift.transforms.dedup.partition import PartitionDedup
 
 H = 3_600_000_000  # one hour in microseconds
 

@@ -10,7 +10,8 @@ import pytest
 from streamsift.config.expressions import ExpressionError, ExpressionTooLarge, check_expression
 from streamsift.config.models import FieldRef
 from streamsift.config.types import FieldType
-from streamsift.transforms.dedup import PartitionDedup, payload_hash
+from streamsift.transforms.dedup.keys import payload_hash
+from streamsift.transforms.dedup.partition import PartitionDedup
 from streamsift.transforms.expressions import compile_expression, sql_string
 
 KINDS = {"a": FieldType.INT, "b": FieldType.INT, "code": FieldType.STRING}

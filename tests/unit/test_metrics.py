@@ -12,7 +12,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streamsift.engine.batch_writer import dead_letters_by_class, latency_since
 from streamsift.engine.progress import LATENCY_SECONDS, Buckets, RunStats, SinkCounts
-from streamsift.engine.runner import retried_operation
 from streamsift.service.metrics import PipelineReport, pipeline_families, registry_of
 
 
@@ -65,13 +64,6 @@ def test_dead_letters_are_counted_by_stage_and_class() -> None:
         ("sink", "clickhouse_6"): 1,
     }
     assert dead_letters_by_class(dead.slice(0, 0)) == {}
-
-
-def test_retry_lines_name_their_operation() -> None:
-    assert retried_operation("insert into t: retrying after transient error: x") == "insert"
-    assert retried_operation("connecting to http://h:1/db: retrying ...") == "connect"
-    assert retried_operation("ClickHouse command: retrying ...") == "command"
-    assert retried_operation("something else") == "other"
 
 
 def test_a_runs_report_becomes_families_prometheus_parses() -> None:

@@ -4,7 +4,8 @@ The checks: required fields are present, and the event time does not run too far
 the Kafka timestamp (transforms/event_time.py). The runtime hands this object to the Kafka
 source. Its output rows carry the typed fields plus metadata columns; rows whose `_error` is
 set are dead letters and pass dedup untouched, so the sink can route them to the DLQ in the
-same micro-batch (one query, one checkpoint).
+same micro-batch (one query, one checkpoint). Dedup itself (modes, keys, state) belongs to
+transforms/dedup/; this object applies its rule to each partition's range.
 The raw payload and key travel only with dead letters, unless `keep_raw` asks for them on
 every row (a later filter or computed field may still send a row to the DLQ). A row the
 ClickHouse insert refuses has its message read back from Kafka by its position instead.
@@ -37,9 +38,8 @@ from pyspark.sql.types import (
 
 from streamsift.config.rows import SOURCE_COLUMNS
 from streamsift.config.types import SPARK_SQL_TYPES, FieldType
-from streamsift.sources.kafka import KafkaRecords
-from streamsift.transforms.dedup import PartitionDedup, encode_key, payload_hash
-from streamsift.transforms.dedup_store import PartitionStore, local_cache_root
+from streamsift.sources.kafka_range import KafkaRecords
+from streamsift.transforms.dedup.rule import DedupRule, OffsetRange
 from streamsift.transforms.event_time import future_event_time_errors
 from streamsift.transforms.parse import FieldSpec, require_present, required_fields
 from streamsift.transforms.registry_decode import SchemaLookup, make_parser
@@ -71,18 +71,12 @@ class SourceProcessor:
 
     fields: tuple[FieldSpec, ...]
     event_time: FieldSpec | None = None
-    dedup_keys: tuple[FieldSpec, ...] = ()
-    window_us: int = 0
-    state_dir: str | None = None
-    mode: str = "first"
+    dedup: DedupRule | None = None  # transforms/dedup/: modes, keys and state live there
     keep_raw: bool = False
     max_future_skew_us: int | None = None  # None: event time may run ahead without limit
     literal_dots: bool = False  # keys with dots in the payload's maps (OTLP attributes)
     format: str = "json"  # avro / protobuf: decoded with the writer schemas `schemas` finds
     schemas: SchemaLookup | None = None
-    # Dedup state on shared storage (a cluster, or runtime.state_location): a directory or
-    # URL; the executor's RocksDB is then only a cache of it (transforms/dedup_store.py).
-    state_url: str | None = None
     flag_new_fields: bool = False  # sink.on_new_fields add_columns/dlq (transforms/schema_drift)
 
     @classmethod
@@ -97,34 +91,22 @@ class SourceProcessor:
         state_url: str | None = None,
         flag_new_fields: bool = False,
     ) -> SourceProcessor:
-        """`state_dir` is the checkpoint's `dedup` directory; other modes keep theirs beside it
-        (`dedup-last`, `dedup-exact`), so changing the mode starts from an empty state. With
-        `state_url`, the state lives there, under the same directory names."""
+        """`state_dir` is the checkpoint's `dedup` directory; `state_url` the dedup state's
+        shared location, if it is shared (transforms/dedup/layout.py)."""
         specs = tuple(FieldSpec(f.name, f.column, f.type) for f in schema.fields)
         by_name = {s.path: s for s in specs}
-        mode = dedup.mode.value if dedup else "first"
         skew = schema.max_future_skew
-        if dedup and state_dir and mode != "first":
-            state_dir = state_dir.parent / f"{state_dir.name}-{mode}"
         return cls(
             fields=specs,
             event_time=by_name[schema.event_time] if schema.event_time else None,
-            dedup_keys=tuple(by_name[k] for k in dedup.key) if dedup else (),
-            window_us=int(dedup.time_window.total_seconds() * 1_000_000) if dedup else 0,
-            state_dir=str(state_dir) if dedup and state_dir else None,
-            mode=mode,
+            dedup=DedupRule.of(dedup, by_name, state_dir, state_url) if dedup else None,
             keep_raw=keep_raw,
             max_future_skew_us=None if skew is None else int(skew.total_seconds() * 1_000_000),
             literal_dots=schema.literal_dots,
             format=source_format,
             schemas=schemas,
-            state_url=state_url if dedup else None,
             flag_new_fields=flag_new_fields,
         )
-
-    @property
-    def dedups(self) -> bool:
-        return self.state_dir is not None and (bool(self.dedup_keys) or self.mode == "exact")
 
     def spark_struct(self) -> StructType:
         """The payload's fields (nullable), then the metadata columns (config/rows.py)."""
@@ -151,7 +133,7 @@ class SourceProcessor:
         result = make_parser(self.fields, self.format, self.schemas, self.literal_dots).parse(
             records.values
         )
-        required = required_fields(self.dedup_keys, self.event_time)
+        required = required_fields(self.dedup.keys if self.dedup else (), self.event_time)
         if required:
             require_present(result, records.values, required)
         table = result.table
@@ -163,8 +145,11 @@ class SourceProcessor:
 
         keep = [True] * n
         late = [False] * n
-        if self.dedups:
-            keep, late = self._dedup(records, table, event_time, errors)
+        if self.dedup is not None and self.dedup.active:
+            part = OffsetRange(records.topic, records.partition, records.start, records.end)
+            keep, late = self.dedup.decide(
+                part, records.offsets, records.values, table, event_time, errors
+            )
         if self.flag_new_fields:  # after dedup: a re-sent record is still a duplicate
             flag_new_fields(records.values, errors, keep, frozenset(f.path for f in self.fields))
         # Dead letters carry no event time, so they never move the join's watermark.
@@ -220,46 +205,6 @@ class SourceProcessor:
         for i, reason in flagged.items():
             if errors[i] is None:
                 errors[i] = reason
-
-    def _dedup(
-        self, records: KafkaRecords, table: pa.Table, event_time: pa.Array, errors: list[str | None]
-    ) -> tuple[list[bool], list[bool]]:
-        assert self.state_dir is not None
-        idx = [i for i, e in enumerate(errors) if e is None]
-        times = pc.cast(event_time, pa.int64()).to_pylist()
-        hashes = None
-        if self.mode == "first":
-            key_cols = [table.column(f.column).to_pylist() for f in self.dedup_keys]
-            keys = [encode_key([col[i] for col in key_cols]) for i in idx]
-        elif self.mode == "exact":
-            keys = [payload_hash(records.values[i]) for i in idx]  # type: ignore[arg-type]
-        else:  # last: by key, dropping only repeats of the key's latest payload
-            key_cols = [table.column(f.column).to_pylist() for f in self.dedup_keys]
-            keys = [encode_key([col[i] for col in key_cols]) for i in idx]
-            hashes = [payload_hash(records.values[i]) for i in idx]  # type: ignore[arg-type]
-        where = f"{Path(self.state_dir).name}/{records.topic}/p{records.partition}"
-        store = PartitionStore(self.state_url, where) if self.state_url else None
-        decision = PartitionDedup(
-            local_cache_root(self.state_url) / where
-            if self.state_url
-            else Path(self.state_dir) / records.topic / f"p{records.partition}",
-            self.window_us,
-            compare_payload=self.mode == "last",
-            store=store,
-        ).decide(
-            keys,
-            [times[i] for i in idx],
-            [records.offsets[i] for i in idx],
-            records.start,
-            hashes,
-            end=records.end,
-        )
-        keep = [True] * len(errors)
-        late = [False] * len(errors)
-        for j, i in enumerate(idx):
-            keep[i] = decision.keep[j]
-            late[i] = decision.late[j]
-        return keep, late
 
 
 def _arrow_column(values: Any, arrow_type: pa.DataType) -> pa.Array | pa.ChunkedArray:

@@ -81,7 +81,7 @@ def build_stream(
     state_url: str | None = None,
 ) -> StreamPlan:
     """Register the pipeline's source(s) with Spark and return the output frame. `state_url`:
-    the dedup state's shared location (engine/runner.py `dedup_state_location`)."""
+    the dedup state's shared location (transforms/dedup/carry_over.py `state_location`)."""
     initial: dict[str, int] = {}
     if pipeline.join is not None:
         from pyspark.sql import functions as F

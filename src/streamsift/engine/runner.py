@@ -1,7 +1,11 @@
-"""Assembling and running one pipeline as one Spark structured streaming query.
+"""Running one pipeline as one Spark structured streaming query: start it, follow it, stop it.
 
     Kafka source (parse + dedup on executors) ──► foreachBatch ──► ClickHouse table
                                                              └──► DLQ table
+
+The runner owns the query's loop and its stats; the stream is built in engine/query.py, the
+tables in engine/sink_tables.py, a batch reaches ClickHouse by one of engine/write_strategies.py,
+and a failed query is explained by engine/query_failures.py.
 
 Exactly-once: Spark records a micro-batch's offsets before running it and commits it after
 the sink returns. Every insert of a batch carries a token made of the query id (kept in the
@@ -18,7 +22,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,30 +32,28 @@ import pyarrow as pa
 from pyspark.errors import StreamingQueryException
 
 from streamsift.config.models import Pipeline
-from streamsift.engine.arrow_passthrough import flagged_of_chunks, unpack, unpack_batches
-from streamsift.engine.batch_writer import COUNTS_SCHEMA, BatchWriter
+from streamsift.engine.batch_writer import BatchWriter
 from streamsift.engine.checkpoint import clear_interrupted_writes, committed_ends, has_batches
 from streamsift.engine.errors import PipelineFailed
 from streamsift.engine.faults import fault_from_environment
-from streamsift.engine.new_columns import (
-    SchemaDrift,
-    drift_enabled,
-    flagged_in,
-    flagged_rows,
-    in_kafka_order,
-)
-from streamsift.engine.progress import RunStats, SinkCounts, lag_by_partition
+from streamsift.engine.new_columns import SchemaDrift, drift_enabled
+from streamsift.engine.progress import RunStats, lag_by_partition
 from streamsift.engine.progress_feed import ProgressFeed
 from streamsift.engine.query import build_stream, data_path_of, source_name
+from streamsift.engine.query_failures import explain_failure, was_interrupted
 from streamsift.engine.registry_fields import require_fields
 from streamsift.engine.signals import StopFlag, StopRequested
+from streamsift.engine.sink_tables import prepare_tables
+from streamsift.engine.write_strategies import (
+    BatchToWrite,
+    DriverInserts,
+    ExecutorInserts,
+    WriteStrategy,
+)
 from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sinks.clickhouse.client import describe
-from streamsift.sinks.clickhouse.ddl import create_table_sql, quote
-from streamsift.sinks.dlq import DLQ_COLUMNS
-from streamsift.sinks.errors import SinkConfigError, SinkPermanentError, SinkTransientError
-from streamsift.sinks.retry import RetryInterrupted
-from streamsift.sources.errors import SourceError, SourceUnavailable
+from streamsift.sinks.errors import SinkTransientError
+from streamsift.sinks.retry import RetryInterrupted, RetryStatus
 from streamsift.spark_host.errors import RuntimeConfigError
 from streamsift.spark_host.query_conf import query_conf
 from streamsift.spark_host.session import (
@@ -61,9 +63,8 @@ from streamsift.spark_host.session import (
     resolve_master,
     spark_session,
 )
-from streamsift.transforms.dedup_store import PartitionStore, seed_from_local
+from streamsift.transforms.dedup.carry_over import carry_local_state, state_location
 
-EXECUTOR_WATCH_S = 2.0  # how often the driver pings ClickHouse while executors insert
 PROGRESS_DRAIN_S = 5.0  # how long an ended run waits for the listener bus's last reports
 log = logging.getLogger("streamsift.engine")
 
@@ -83,8 +84,9 @@ class PipelineRunner:
     """Runs one pipeline: until caught up (availableNow) or until asked to stop.
 
     `driver_inserts`: insert from the driver even into a ClickHouse server (as embedded
-    ClickHouse always does) instead of from the executors. `last_progress` holds Spark's
-    latest progress report (a dict), for a status that shows more than `stats`.
+    ClickHouse always does) instead of from the executors (engine/write_strategies.py).
+    `last_progress` holds Spark's latest progress report (a dict), for a status that shows
+    more than `stats`.
     """
 
     def __init__(
@@ -113,8 +115,9 @@ class PipelineRunner:
         self.on_progress = on_progress
         self.stats = RunStats()
         self.checkpoint = Path(pipeline.checkpoint_dir(self.base_dir)).resolve()
-        self.state_url = dedup_state_location(pipeline, self.master, self.checkpoint)
+        self.state_url = state_location(pipeline, self.master, self.checkpoint)
         self._stop = stop or StopFlag()
+        self._retrying: RetryStatus | None = None  # the driver's sink action being retried
         self.writer = ClickHouseWriter(
             pipeline.sink.clickhouse,
             on_status=self._sink_status,
@@ -135,6 +138,11 @@ class PipelineRunner:
         # serialized chunks; engine/arrow_passthrough.py), else None (the row path).
         self.arrow_schema: pa.Schema | None = None
         self._progress = ProgressFeed()
+        self.strategy: WriteStrategy = (
+            DriverInserts()
+            if self.driver_inserts
+            else ExecutorInserts(self.writer, self.describe_sink(), self._set_status)
+        )
 
     @property
     def data_path(self) -> str:
@@ -161,35 +169,7 @@ class PipelineRunner:
 
     def prepare_sink(self) -> None:
         """Create or check the table and the DLQ table before any data moves."""
-        sink = self.pipeline.sink
-        columns = [(m.column, m.type) for m in sink.mapping]
-        if self.drift is not None and self.writer.table_exists(sink.table):
-            self.drift.ensure_columns()
-        version = self.pipeline.replacing_version_column  # dedup mode last
-        if version is not None and sink.create_table:
-            self.writer.command(
-                create_table_sql(
-                    sink.clickhouse.database,
-                    sink.table,
-                    columns,
-                    self.pipeline.table_order_by,
-                    engine=f"ReplacingMergeTree({quote(version)})",
-                )
-            )
-        self.writer.prepare_table(
-            sink.table,
-            columns,
-            create=sink.create_table,
-            order_by=self.pipeline.table_order_by,
-            on_missing_window=sink.on_missing_dedup_window,
-        )
-        self.writer.prepare_table(
-            self.pipeline.dlq_table,
-            DLQ_COLUMNS,
-            create=True,
-            order_by=("topic", "partition", "offset"),
-            on_missing_window=sink.on_missing_dedup_window,
-        )
+        prepare_tables(self.pipeline, self.writer, self.drift)
 
     def _build_query(self, spark: Any, until_caught_up: bool) -> Any:
         # set for every query: one session may run pipelines with different choices
@@ -199,7 +179,8 @@ class PipelineRunner:
         clear_interrupted_writes(self.checkpoint / "spark")
         new_query = not has_batches(self.checkpoint / "spark")
         if self.state_url and not new_query:
-            carry_local_dedup_state(self.checkpoint, self.state_url)
+            ends = committed_ends(self.checkpoint / "spark")
+            carry_local_state(self.checkpoint, self.state_url, ends)
         plan = build_stream(spark, self.pipeline, self.checkpoint, new_query, self.state_url)
         self.stats.initial_offsets = plan.initial_offsets
         self.arrow_schema = plan.arrow_schema
@@ -246,7 +227,7 @@ class PipelineRunner:
             spark = session.result()
         except (StopRequested, RetryInterrupted):
             return self._stopped(
-                f"stopped during start-up{_during(self.stats.status)}; nothing was read"
+                f"stopped during start-up{_during(self._retrying)}; nothing was read"
             )
         spark.streams.addListener(self._progress)
         try:
@@ -260,7 +241,7 @@ class PipelineRunner:
                 query = self._build_query(spark, until_caught_up)
         except (StopRequested, RetryInterrupted):
             return self._stopped(
-                f"stopped during start-up{_during(self.stats.status)}; nothing was read"
+                f"stopped during start-up{_during(self._retrying)}; nothing was read"
             )
         try:
             abandoned = self._watch(query)
@@ -269,7 +250,7 @@ class PipelineRunner:
             with contextlib.suppress(Exception):
                 query.stop()
             raise
-        if self._stop.is_set() and (abandoned or _was_interrupted(error)):
+        if self._stop.is_set() and (abandoned or was_interrupted(error)):
             return self._stopped(
                 "stopped while the sink was retrying: the micro-batch in flight was not "
                 "committed; the next run redoes it from the checkpoint"
@@ -347,11 +328,12 @@ class PipelineRunner:
     def _set_status(self, status: str | None) -> None:
         self.stats.status = status
 
-    def _sink_status(self, status: str | None) -> None:
-        """The ClickHouse writer's retry status: counted as a retry, and shown."""
+    def _sink_status(self, status: RetryStatus | None) -> None:
+        """The ClickHouse writer's retry status (None: recovered): counted, and shown."""
+        self._retrying = status
         if status is not None:
-            self.stats.add_retry(retried_operation(status))
-        self._set_status(status)
+            self.stats.add_retry(status.operation)
+        self._set_status(None if status is None else status.text)
 
     # ------------------------------------------------------------------ sink side
 
@@ -376,112 +358,28 @@ class PipelineRunner:
 
     def _write(self, df: Any, batch_id: int) -> None:
         """Write rows and dead letters, on the driver or on the executors (see __init__)."""
-        qid = self._query_id_from_checkpoint()
-        arrow = self.arrow_schema
-        if self.driver_inserts:
-            data = df.toArrow() if arrow is None else unpack(df.toArrow(), arrow)
-            self._add_columns(lambda: flagged_in(data), batch_id)
-            counts = self.batch_writer.write(data, qid, batch_id, "driver")
-        else:
-            if self.drift is not None:  # read the batch once for both passes
-                df = df.persist()
-                self._add_columns(
-                    lambda: flagged_rows(df) if arrow is None else flagged_chunks(df), batch_id
-                )
-            writer = self.batch_writer
-            with self._status_of_executor_inserts():
-                counts = sum(
-                    (
-                        SinkCounts.of(r.written, r.dlq, r.late, r.extra)
-                        for r in _write_on_executors(df, writer, qid, batch_id, arrow)
-                    ),
-                    SinkCounts(),
-                )
-            if self.drift is not None:
-                df.unpersist()
-        self.stats.add_counts(counts, batch_id)
+        batch = BatchToWrite(
+            df,
+            self._query_id_from_checkpoint(),
+            batch_id,
+            self.arrow_schema,
+            self.batch_writer,
+            None if self.drift is None else lambda flagged: self._add_columns(flagged, batch_id),
+        )
+        self.stats.add_counts(self.strategy.write(batch), batch_id)
 
-    def _add_columns(self, flagged: Callable[[], pa.Table], batch_id: int) -> None:
+    def _add_columns(self, flagged: Callable[[], pa.Table], batch_id: int) -> BatchWriter:
         """Under add_columns, extend the table and the mapping by the batch's new fields
-        before any of its rows is written (engine/new_columns.py)."""
-        if self.drift is None:
-            return
+        before any of its rows is written (engine/new_columns.py); the writer to write with."""
+        assert self.drift is not None
         rows = flagged()
         if rows.num_rows and self.drift.extend(rows, batch_id):
             self.pipeline = self.drift.pipeline
             self.batch_writer = replace(self.batch_writer, pipeline=self.pipeline)
-
-    @contextlib.contextmanager
-    def _status_of_executor_inserts(self) -> Iterator[None]:
-        """Executors retry their inserts out of the driver's sight; while they insert, the
-        driver pings ClickHouse itself and shows in the status when it does not answer."""
-        done = threading.Event()
-        shown = threading.Event()
-        where = describe(self.pipeline.sink.clickhouse)
-
-        def watch() -> None:
-            while not done.wait(EXECUTOR_WATCH_S):
-                answers = self.writer.answers()
-                if done.is_set():
-                    break
-                if not answers:
-                    self._set_status(
-                        f"ClickHouse at {where} does not answer; the executors are retrying "
-                        "their inserts with back-off"
-                    )
-                    shown.set()
-                elif shown.is_set():
-                    self._set_status(None)
-                    shown.clear()
-
-        watcher = threading.Thread(target=watch, name="clickhouse-watch", daemon=True)
-        watcher.start()
-        try:
-            yield
-        finally:
-            done.set()
-            watcher.join(15)
-            if shown.is_set():
-                self._set_status(None)
+        return self.batch_writer
 
     def describe_sink(self) -> str:
         return describe(self.pipeline.sink.clickhouse)
-
-
-def _write_on_executors(
-    df: Any, writer: BatchWriter, qid: str, batch_id: int, arrow: pa.Schema | None = None
-) -> list[Any]:
-    """Each Spark partition inserts its own rows (tokens carry the partition index); with
-    `arrow`, the pass-through's chunks, unpacked to that schema."""
-
-    def write_partition(batches: Any) -> Any:
-        from pyspark import TaskContext
-
-        part = f"p{TaskContext.get().partitionId()}"
-        batches = list(batches)
-        counts = SinkCounts()
-        retries: list[str] = []  # this executor's copy of the writer reports its retries here
-        writer.writer.on_status = lambda status: status is not None and retries.append(status)
-        if arrow is not None:
-            batches = list(unpack_batches(batches))
-        if batches:
-            table = pa.Table.from_batches(batches, schema=arrow)
-            counts = writer.write(table, qid, batch_id, part)
-        counts.retries = len(retries)
-        row = {"written": counts.written, "dlq": counts.dlq, "late": counts.late}
-        yield pa.RecordBatch.from_pylist([{**row, "extra": counts.as_json()}], schema=COUNTS_SCHEMA)
-
-    return df.mapInArrow(
-        write_partition, "written long, dlq long, late long, extra string"
-    ).collect()
-
-
-def flagged_chunks(df: Any) -> pa.Table:
-    """`flagged_rows` of a pass-through frame: filtered on the executors, in Kafka order."""
-    flagged = df.mapInArrow(
-        flagged_of_chunks, "_topic string, _partition int, _offset bigint, _raw binary"
-    ).toArrow()
-    return in_kafka_order(flagged)
 
 
 def in_background(work: Callable[[], Any], name: str) -> Future[Any]:
@@ -500,84 +398,6 @@ def in_background(work: Callable[[], Any], name: str) -> Future[Any]:
     return future
 
 
-def retried_operation(status: str) -> str:
-    """What a retry status line of the ClickHouse writer (sinks/retry.py) was retrying."""
-    for prefix, operation in RETRIED_OPERATIONS:
-        if status.startswith(prefix):
-            return operation
-    return "other"
-
-
-# The `what` each ClickHouse writer action retries under (sinks/clickhouse/client.py)
-RETRIED_OPERATIONS = (
-    ("insert into", "insert"),
-    ("connecting to", "connect"),
-    ("ClickHouse command", "command"),
-    ("ClickHouse query", "query"),
-)
-
-
-def dedup_state_location(pipeline: Pipeline, master: str, checkpoint: Path) -> str | None:
-    """Where the dedup state is shared from (None: a local run's RocksDB in the checkpoint).
-
-    `runtime.state_location` when set; on a cluster, else the checkpoint's `state` directory,
-    which must then be a directory every executor sees (a shared mount)."""
-    if pipeline.runtime.state_location:
-        return pipeline.runtime.state_location
-    if is_local_master(master):
-        return None
-    return str(checkpoint / "state")
-
-
-def carry_local_dedup_state(checkpoint: Path, state_url: str) -> int:
-    """A pipeline that ran locally and now shares its dedup state (a cluster, or
-    `runtime.state_location` set): upload each partition's local RocksDB state once, so the
-    move lets no duplicate through. Returns how many partitions it carried over."""
-    ends = committed_ends(checkpoint / "spark")
-    carried = 0
-    for local in sorted(checkpoint.glob("dedup*/*/p[0-9]*")):
-        end = ends.get(f"{local.parent.name}/{local.name[1:]}")
-        where = f"{local.parent.parent.name}/{local.parent.name}/{local.name}"
-        if end is not None and seed_from_local(PartitionStore(state_url, where), local, end):
-            carried += 1
-    if carried:
-        log.info("carried the local dedup state of %d partition(s) over to %s", carried, state_url)
-    return carried
-
-
-def _during(status: str | None) -> str:
-    """', while connecting to ...' from a retry status line, for a stop that interrupted it."""
-    if not status:
-        return ""
-    return ", while " + status.split(": retrying")[0]
-
-
-def _was_interrupted(error: Any) -> bool:
-    """Did the query fail because a stop interrupted its sink's retries or its jobs?"""
-    if error is None:
-        return False
-    text = str(getattr(error, "desc", None) or error)
-    return "RetryInterrupted" in text or "cancelled" in text.lower()
-
-
-# Our errors that reach the driver as text inside a py4j error, from a batch or an executor.
-_ERRORS_RAISED_IN_BATCHES = (
-    SourceUnavailable,
-    SourceError,
-    SinkConfigError,
-    SinkTransientError,
-    SinkPermanentError,
-    PipelineFailed,
-)
-
-
-def explain_failure(error: Any) -> PipelineFailed:
-    """One readable line (and a hint) for a failed streaming query, not a JVM trace."""
-    text = str(getattr(error, "desc", None) or error)
-    for cls in _ERRORS_RAISED_IN_BATCHES:
-        marker = f"{cls.__name__}: "
-        idx = text.rfind(marker)
-        if idx >= 0:
-            return PipelineFailed(text[idx + len(marker) :].splitlines()[0])
-    first = next((ln for ln in text.splitlines() if ln.strip()), text)
-    return PipelineFailed(first[:500], "run with --verbose for Spark's full log")
+def _during(retrying: RetryStatus | None) -> str:
+    """', while connecting to ...': the sink action a stop during start-up interrupted."""
+    return "" if retrying is None else f", while {retrying.what}"

@@ -1,4 +1,8 @@
-"""Retry with exponential backoff for transient failures, logging once per episode."""
+"""Retry with exponential backoff for transient failures, logging once per episode.
+
+Each failed try is reported as a typed `RetryStatus` (what is retried, which try, why), so
+whoever shows or counts retries reads fields instead of parsing status text.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +31,34 @@ class RetryInterrupted(SinkTransientError):
 
 
 @dataclass(frozen=True)
+class RetryStatus:
+    """One transient failure of an action that is about to be tried again.
+
+    `operation`: the kind of action, as metrics count retries (insert, connect, command,
+    query; "other" when the caller names none). `what`: the action as users read it, e.g.
+    "insert into events". `attempt`: how many tries failed so far in this episode.
+    """
+
+    operation: str
+    what: str
+    attempt: int
+    error_class: str
+    error: str
+
+    @property
+    def text(self) -> str:
+        """The status line users see while the action is retried."""
+        return f"{self.what}: retrying after transient error: {self.error}"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# Called with each retry's status, then with None once the action succeeded after retries.
+OnRetry = Callable[[RetryStatus | None], None]
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     initial_s: float = 0.5
     max_s: float = 10.0
@@ -37,13 +69,15 @@ class RetryPolicy:
         self,
         action: Callable[[], T],
         what: str,
-        on_wait: Callable[[str | None], None] | None = None,
+        on_wait: OnRetry | None = None,
         stop: StopCheck | None = None,
+        operation: str = "other",
     ) -> T:
         """Run `action`, retrying SinkTransientError until it succeeds or time runs out.
 
-        A set `stop` event ends the back-off at once with RetryInterrupted, so a Ctrl-C or
-        SIGTERM is not held up by a server that does not answer.
+        `what` names the action in messages, `operation` its kind (RetryStatus). A set `stop`
+        event ends the back-off at once with RetryInterrupted, so a Ctrl-C or SIGTERM is not
+        held up by a server that does not answer.
         """
         delay = self.initial_s
         started = time.monotonic()
@@ -61,7 +95,7 @@ class RetryPolicy:
                 if attempt == 1 and self.log_episodes:
                     log.warning("%s failed (%s); retrying with backoff", what, exc)
                 if on_wait:
-                    on_wait(f"{what}: retrying after transient error: {exc}")
+                    on_wait(RetryStatus(operation, what, attempt, type(exc).__name__, str(exc)))
                 if stop is not None and (stop.is_set() or stop.wait(delay)):
                     raise RetryInterrupted(f"{what}: stopped while retrying: {exc}") from exc
                 if stop is None:

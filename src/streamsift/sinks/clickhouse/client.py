@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from streamsift.sinks.errors import (
     SinkPermanentError,
     SinkTransientError,
 )
-from streamsift.sinks.retry import RetryInterrupted, RetryPolicy, StopCheck
+from streamsift.sinks.retry import OnRetry, RetryInterrupted, RetryPolicy, StopCheck
 
 log = logging.getLogger("streamsift.sink")
 
@@ -208,7 +208,7 @@ class ClickHouseWriter:
 
     conn: ClickHouseConnection
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    on_status: Callable[[str | None], None] | None = None
+    on_status: OnRetry | None = None
     # set when the run is asked to stop: retries end at once (driver side only, not pickled)
     stop: StopCheck | None = None
     connect_timeout_s: float = 10.0
@@ -238,7 +238,13 @@ class ClickHouseWriter:
 
         policy = RetryPolicy(0.5, 5.0, give_up_after_s=within_s, log_episodes=False)
         try:
-            policy.run(attempt, f"connecting to {describe(self.conn)}", self.on_status, self.stop)
+            policy.run(
+                attempt,
+                f"connecting to {describe(self.conn)}",
+                self.on_status,
+                self.stop,
+                operation="connect",
+            )
         except RetryInterrupted:
             raise
         except SinkTransientError as exc:
@@ -262,7 +268,7 @@ class ClickHouseWriter:
             except ClickHouseError as exc:
                 raise classify(exc, sql.split("(")[0][:80]) from None
 
-        return self.retry.run(run, "ClickHouse command", self.on_status, self.stop)
+        return self.retry.run(run, "ClickHouse command", self.on_status, self.stop, "command")
 
     def query_rows(self, sql: str) -> list[tuple]:
         def run() -> list[tuple]:
@@ -271,7 +277,7 @@ class ClickHouseWriter:
             except ClickHouseError as exc:
                 raise classify(exc, "query") from None
 
-        return self.retry.run(run, "ClickHouse query", self.on_status, self.stop)
+        return self.retry.run(run, "ClickHouse query", self.on_status, self.stop, "query")
 
     def table_exists(self, table: str) -> bool:
         rows = self.query_rows(
@@ -354,7 +360,7 @@ class ClickHouseWriter:
             except ClickHouseError as exc:
                 raise classify(exc, f"insert into {table}") from None
 
-        self.retry.run(run, f"insert into {table}", self.on_status, self.stop)
+        self.retry.run(run, f"insert into {table}", self.on_status, self.stop, "insert")
 
     def insert_isolating(self, table: str, data: pa.Table, token: str) -> list[RowFailure]:
         """Insert `data`; rows whose values ClickHouse refuses are left out and returned.

@@ -18,30 +18,29 @@ Replays: Spark re-runs an uncommitted micro-batch over the same offset range. Ev
 entry remembers the offset that wrote it and the entry it replaced, so a re-run of range
 [start, end) reads the state as it was before `start` and decides exactly as the first run.
 
-Modes (docs/semantics.md): `first` keys by the dedup key; `exact` keys by a hash of the
-canonical payload, with the same first-wins rule; `last` keys by the dedup key but compares
-payload hashes too: a record is dropped only when it repeats the payload of the key's latest
+Modes (docs/semantics.md; their keys: keys.py): `first` keys by the dedup key; `exact` keys by
+a hash of the canonical payload, with the same first-wins rule; `last` keys by the dedup key
+but compares payload hashes too: a record is dropped only when it repeats the payload of the key's latest
 kept version within the window, so every new version passes (an A, B, A sequence keeps all
 three, and the table's ReplacingMergeTree keeps the last).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocksdict import Options, Rdict
+from rocksdict import Rdict
 
-from streamsift.transforms.dedup_store import (
+from streamsift.transforms.dedup.shared_state import (
     CACHE_KEY,
     CachedState,
-    PartitionStore,
+    SharedPartitionState,
     Write,
     apply_writes,
+    open_db,
 )
 
 _ENTRY = struct.Struct("<qqqq")  # kept time (us), kept offset, previous time, previous offset
@@ -66,8 +65,8 @@ class DedupDecision:
 class PartitionDedup:
     """The dedup memory of one Kafka partition; open it for one offset range at a time.
 
-    Without `store`, `path` is the state itself (a local run's checkpoint). With `store`, the
-    state lives on shared storage (transforms/dedup_store.py) and `path` is this process's
+    Without `shared`, `path` is the state itself (a local run's checkpoint). With `shared`, the
+    state lives on shared storage (shared_state.py) and `path` is this process's
     cache of it; `decide` then needs the range's `end`.
     """
 
@@ -77,13 +76,13 @@ class PartitionDedup:
         window_us: int,
         cleanup_every: int = 1_000_000,
         compare_payload: bool = False,
-        store: PartitionStore | None = None,
+        shared: SharedPartitionState | None = None,
     ) -> None:
         self.path = Path(path)
         self.window_us = window_us
         self.cleanup_every = cleanup_every
         self.compare_payload = compare_payload  # mode last: drop only repeats of the latest payload
-        self.store = store
+        self.shared = shared
 
     def decide(
         self,
@@ -101,10 +100,10 @@ class PartitionDedup:
         if self.compare_payload and hashes is None:
             raise ValueError("payload hashes are needed to compare payloads")
         writes: list[Write] = []
-        if self.store is not None:
+        if self.shared is not None:
             if end is None:
-                raise ValueError("the range's end is needed with a shared state store")
-            cached = CachedState(self.store, self.path)
+                raise ValueError("the range's end is needed with a shared state")
+            cached = CachedState(self.shared, self.path)
             db = cached.open(start, end)
             try:
                 decision = self._decide(db, keys, times_us, offsets, start, hashes, writes)
@@ -113,9 +112,7 @@ class PartitionDedup:
             finally:
                 db.close()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        opts = Options(raw_mode=True)
-        opts.create_if_missing(True)
-        db = Rdict(str(self.path), opts)
+        db = open_db(self.path)
         try:
             return self._decide(db, keys, times_us, offsets, start, hashes, writes)
         finally:
@@ -228,21 +225,3 @@ def _resolve(value: bytes | None, start: int) -> tuple[int, int] | None:
     if prev_off != NONE and prev_off < start:
         return prev_t, prev_off
     return None
-
-
-def encode_key(values: Sequence[object]) -> bytes:
-    """A stable byte key for one record's dedup key values."""
-    if len(values) == 1 and isinstance(values[0], str):
-        return values[0].encode()
-    return "\x1f".join("\x00" if v is None else repr(v) for v in values).encode()
-
-
-def payload_hash(raw: bytes) -> bytes:
-    """A 16-byte hash of a JSON payload in canonical form (keys sorted, no whitespace).
-
-    Two payloads that differ only in key order or spacing hash the same; `1` and `1.0` differ.
-    """
-    canonical = json.dumps(
-        json.loads(raw), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return hashlib.blake2b(canonical.encode(), digest_size=16).digest()

@@ -1,7 +1,7 @@
 """The dedup state of one Kafka partition on shared storage, with the local RocksDB as a cache.
 
 On a cluster the task for a partition may run on any executor, so the RocksDB directory that
-holds its dedup state (transforms/dedup.py) cannot live only on one machine's disk. Like
+holds its dedup state (partition.py) cannot live only on one machine's disk. Like
 Spark's own RocksDB state store, every offset range's writes are uploaded as a changelog
 before the range's rows leave the task, and now and then a snapshot of the whole state, through
 pyarrow's file systems (a local or shared directory, `s3://`, `gs://`, `hdfs://`):
@@ -72,7 +72,7 @@ def local_cache_root(url: str) -> Path:
 
 
 @dataclass(frozen=True)
-class PartitionStore:
+class SharedPartitionState:
     """The shared copy of one partition's dedup state under `url` + `subpath`."""
 
     url: str
@@ -140,34 +140,34 @@ class PartitionStore:
 class CachedState:
     """Opens the local RocksDB cache of a partition, fresh for range [start, end)."""
 
-    def __init__(self, store: PartitionStore, cache_path: Path) -> None:
-        self.store = store
+    def __init__(self, shared: SharedPartitionState, cache_path: Path) -> None:
+        self.shared = shared
         self.path = cache_path
         self.restored = False  # for tests and measurements: did this open rebuild the cache?
 
     def open(self, start: int, end: int) -> Rdict:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = _open(self.path)
+        db = open_db(self.path)
         marker = db.get(CACHE_KEY)
         if marker is not None and _CACHE.unpack(marker)[0] in (start, end):
             return db
         db.close()
         shutil.rmtree(self.path, ignore_errors=True)
-        db = _open(self.path)
+        db = open_db(self.path)
         self._restore(db, end)
         self.restored = True
         return db
 
     def _restore(self, db: Rdict, upto: int) -> None:
-        logs, snaps = self.store.listing()
+        logs, snaps = self.shared.listing()
         base = max((e for e in snaps if e <= upto), default=None)
         pending = 0
         if base is not None:
-            apply_writes(db, self.store.read(f"snap-{base:020d}.arrow"))
+            apply_writes(db, self.shared.read(f"snap-{base:020d}.arrow"))
         applied = base
         for s, e in logs:
             if (base is None or s >= base) and e <= upto:
-                apply_writes(db, self.store.read(f"log-{s:020d}-{e:020d}.arrow"))
+                apply_writes(db, self.shared.read(f"log-{s:020d}-{e:020d}.arrow"))
                 applied = e
                 pending += 1
         db[CACHE_KEY] = _CACHE.pack(applied if applied is not None else -1, pending)
@@ -175,37 +175,21 @@ class CachedState:
     def commit(self, db: Rdict, start: int, end: int, writes: list[Write]) -> None:
         """Upload the range's writes (before its rows leave the task), then mark the cache;
         every SNAPSHOT_EVERY ranges, upload a snapshot and prune behind the previous one."""
-        self.store.write_log(start, end, writes)
+        self.shared.write_log(start, end, writes)
         marker = db.get(CACHE_KEY)
         since = _CACHE.unpack(marker)[1] + 1 if marker is not None else 1
         if since >= SNAPSHOT_EVERY:
-            self.store.write_snapshot(end, ((k, v) for k, v in db.items() if k != CACHE_KEY))
-            _, snaps = self.store.listing()
+            self.shared.write_snapshot(end, ((k, v) for k, v in db.items() if k != CACHE_KEY))
+            _, snaps = self.shared.listing()
             previous = [e for e in snaps if e < end]
             if previous:
-                self.store.prune(previous[-1])
+                self.shared.prune(previous[-1])
             since = 0
         db[CACHE_KEY] = _CACHE.pack(end, since)
 
 
-def seed_from_local(store: PartitionStore, local_db: Path, committed_end: int) -> bool:
-    """Carry a local run's RocksDB state (`checkpoint/dedup.../<topic>/p<n>`) over to shared
-    storage, as a snapshot at the partition's last committed end offset, when the store holds
-    nothing yet. The local state may also hold the writes of the batch after that, planned but
-    not committed: a snapshot with those decides their replay exactly (entries remember the
-    offset that wrote them). Returns whether it uploaded."""
-    logs, snaps = store.listing()
-    if logs or snaps or not (local_db / "CURRENT").exists():
-        return False
-    db = _open(local_db)
-    try:
-        store.write_snapshot(committed_end, ((k, v) for k, v in db.items() if k != CACHE_KEY))
-    finally:
-        db.close()
-    return True
-
-
-def _open(path: Path) -> Rdict:
+def open_db(path: Path) -> Rdict:
+    """The RocksDB at `path` (raw keys and values), created if missing."""
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     return Rdict(str(path), opts)

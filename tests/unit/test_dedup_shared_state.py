@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import random
 
+import pyarrow as pa
 import pytest
 
-from streamsift.transforms import dedup_store
-from streamsift.transforms.dedup import PartitionDedup
-from streamsift.transforms.dedup_store import PartitionStore
+from streamsift.config.types import FieldType
+from streamsift.transforms.dedup import shared_state
+from streamsift.transforms.dedup.carry_over import carry_local_state
+from streamsift.transforms.dedup.layout import mode_directory
+from streamsift.transforms.dedup.partition import PartitionDedup
+from streamsift.transforms.dedup.rule import DedupRule, OffsetRange
+from streamsift.transforms.dedup.shared_state import SharedPartitionState
+from streamsift.transforms.parse import FieldSpec
 
 H = 3_600_000_000
 
@@ -37,9 +43,9 @@ def run(dedup: PartitionDedup, start: int, rows: list[tuple[bytes, int]]):
 
 
 def shared(tmp_path, cache: str, window: int = H, cleanup_every: int = 1_000_000):
-    store = PartitionStore(str(tmp_path / "shared"), "dedup/events/p0")
+    state = SharedPartitionState(str(tmp_path / "shared"), "dedup/events/p0")
     return PartitionDedup(
-        tmp_path / "caches" / cache, window, cleanup_every=cleanup_every, store=store
+        tmp_path / "caches" / cache, window, cleanup_every=cleanup_every, shared=state
     )
 
 
@@ -50,7 +56,7 @@ def test_executors_taking_turns_with_replays_decide_as_one_local_process(
     """Two executors take turns at random (each with its own cache, one of them sometimes
     losing its cache), some ranges are run twice (a replay, on either executor): every
     decision equals the local, single-process one; snapshots and pruning happen on the way."""
-    monkeypatch.setattr(dedup_store, "SNAPSHOT_EVERY", 4)
+    monkeypatch.setattr(shared_state, "SNAPSHOT_EVERY", 4)
     rng = random.Random(seed)
     local = PartitionDedup(tmp_path / "local", H, cleanup_every=40)
     executors = [shared(tmp_path, "a", cleanup_every=40), shared(tmp_path, "b", cleanup_every=40)]
@@ -65,7 +71,7 @@ def test_executors_taking_turns_with_replays_decide_as_one_local_process(
                 shutil.rmtree(ex.path, ignore_errors=True)  # the executor was replaced
             got = run(ex, start, rows)
             assert (got.keep, got.late) == (expected.keep, expected.late), start
-    logs, snaps = PartitionStore(str(tmp_path / "shared"), "dedup/events/p0").listing()
+    logs, snaps = SharedPartitionState(str(tmp_path / "shared"), "dedup/events/p0").listing()
     assert 1 <= len(snaps) <= 2  # pruned behind the previous snapshot
     assert all(s >= snaps[0] for s, _ in logs)
 
@@ -98,3 +104,38 @@ def test_a_stale_cache_is_rebuilt_not_trusted(tmp_path):
 def test_the_range_end_is_required_with_a_shared_store(tmp_path):
     with pytest.raises(ValueError, match="end"):
         shared(tmp_path, "a").decide([b"x"], [0], [0], 0)
+
+
+def test_a_local_runs_state_carried_over_decides_as_the_local_state_would(tmp_path):
+    """The local RocksDB of each mode's partitions is uploaded once, as a snapshot at the
+    committed end; a shared decision of the next range then equals the local one."""
+    checkpoint = tmp_path / "checkpoint"
+    local = PartitionDedup(checkpoint / "dedup" / "events" / "p0", H)
+    run(local, 0, [(b"a", 0), (b"b", 0)])
+    (checkpoint / "dedup-exact" / "events" / "p1").mkdir(parents=True)  # no RocksDB in it
+    url = str(tmp_path / "shared")
+    ends = {"events/0": 2, "events/1": 0}
+    assert carry_local_state(checkpoint, url, ends) == 1  # p1 holds no RocksDB yet
+    assert carry_local_state(checkpoint, url, ends) == 0  # never twice
+    next_range = [(b"a", 10), (b"c", 10)]
+    expected = run(local, 2, next_range)
+    got = run(shared(tmp_path, "a"), 2, next_range)
+    assert (got.keep, got.late) == (expected.keep, expected.late) == ([False, True], [False] * 2)
+
+
+def test_the_rule_keeps_dead_letters_and_keys_by_its_mode(tmp_path):
+    """DedupRule: per mode, its own state directory; records with an error pass untouched."""
+    table = pa.table({"id": ["a", "a", "a", "b"]})
+    payloads = [b'{"id":"a","v":1}', b'{"v":1,"id":"a"}', b'{"id":"a","v":2}', b"{"]
+    errors = [None, None, None, "malformed"]
+    times = pa.array([0, 1, 2, 3], pa.int64())
+    part = OffsetRange("events", 0, 0, 4)
+    spec = FieldSpec("id", "id", FieldType.STRING)
+    expected = {"first": [True, False, False, True], "last": [True, False, True, True]}
+    expected["exact"] = expected["last"]  # the first two payloads are one canonical payload
+    for mode, keep in expected.items():
+        rule = DedupRule((spec,), mode, H, str(mode_directory(tmp_path / "dedup", mode)))
+        assert rule.active
+        got = rule.decide(part, [0, 1, 2, 3], payloads, table, times, errors)
+        assert got == (keep, [False] * 4), mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dedup", "dedup-exact", "dedup-last"]
