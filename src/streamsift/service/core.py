@@ -88,9 +88,13 @@ class PipelineService:
 
     `driver_inserts`: pipelines whose embedded sink the service serves through an endpoint
     insert from the driver (over HTTP), as `streamsift run` does into an embedded ClickHouse,
-    rather than from the executors; measured on a 100k-event dedup drain, alternating runs:
-    batch time 10.0-11.2 s against 9.2-11.1 s in-process, 13.8-18.9 s from the executors
-    (docs/operations.md, "Service").
+    rather than from the executors, which was slower (measured in docs/operations.md,
+    "Service").
+
+    A document is parsed once where it comes in (`judged` for create, the stored version for
+    the other requests, `_opened`) and its model handed down with it; it is parsed again only
+    where it changes (the endpoint or bundled broker a worker is served, secrets restored by
+    an edit, registry fields fetched).
     """
 
     def __init__(
@@ -119,9 +123,10 @@ class PipelineService:
         desired state is running but whose worker is gone, then watch them all."""
         with self._lock:
             for record in self.database.list():
-                self._recover(record)
+                launched = self._recover(record)
                 try:
-                    self._route_otlp(record.id)
+                    doc, pipeline = launched or self._opened(record.id)
+                    self._route_otlp(record.id, doc, pipeline)
                 except (StreamsiftError, KafkaException) as exc:
                     log.warning("pipeline %s: no OTLP route: %s", record.id, exc)
         self.supervisor.start()
@@ -157,7 +162,7 @@ class PipelineService:
         doc, pipeline = judged(doc, self.policy)
         with self._lock:
             self.database.add(pipeline.name, doc, pipeline)
-            self._launch(pipeline.name)
+            self._launch(pipeline.name, pipeline)
             return self.database.get(pipeline.name)
 
     def list(self) -> list[PipelineRecord]:
@@ -180,8 +185,7 @@ class PipelineService:
         pipeline afresh at its next resume."""
         with self._lock:
             check_at_rest(pipeline_id, self.database.get(pipeline_id).state, "edited")
-            current_doc = self.database.document(pipeline_id, reveal_secrets=True)
-            current = parse_pipeline(current_doc)
+            current_doc, current = self._opened(pipeline_id)
             doc = self.policy.anchored_document(_native(doc))
             new = parse_pipeline(doc)  # its shape: secrets sent back masked are restored next
             if new.name != pipeline_id:
@@ -189,8 +193,10 @@ class PipelineService:
                     f"name: a pipeline keeps its name ({pipeline_id}); create a new pipeline "
                     "for another one"
                 )
-            doc = keep_masked_secrets(doc, new, current_doc, current)
-            new = parse_resolved(doc)
+            kept = keep_masked_secrets(doc, new, current_doc, current)
+            if kept != doc or takes_registry_fields(new):
+                new = parse_resolved(kept)  # with the secrets in clear and the registry's fields
+            doc = kept
             self.policy.check(new)
             changes = state_changes(current, new)
             if changes and not reset_state:
@@ -279,22 +285,37 @@ class PipelineService:
     def dead_letters(self, pipeline_id: str) -> Iterator[DeadLetters]:
         """The pipeline's dead letters (engine/dead_letters.py), through the endpoint when
         its ClickHouse is embedded."""
-        doc = self.database.document(pipeline_id, reveal_secrets=True)
-        pipeline = parse_pipeline(doc)
-        if pipeline.sink.clickhouse.embedded:
+        doc, pipeline = self._opened(pipeline_id)
+        embedded = pipeline.sink.clickhouse.embedded
+        if embedded:
             doc = self._served(doc, pipeline)
-        # replaying decodes with the fields: fetched from the registry with the real secrets
-        pipeline = parse_resolved(doc) if pipeline.fields_pending else parse_pipeline(doc)
+        if pipeline.fields_pending:
+            # replaying decodes with the fields: fetched from the registry with the real secrets
+            pipeline = parse_resolved(doc)
+        elif embedded:
+            pipeline = parse_pipeline(doc)  # its sink: the endpoint
         with open_dead_letters(pipeline) as letters:
             yield letters
 
     # ------------------------------------------------------------------ workers
 
-    def _launch(self, pipeline_id: str) -> None:
-        """Start the pipeline's worker with its current document (secrets in clear, on the
-        worker's stdin; an embedded sink replaced by its endpoint)."""
+    def _opened(self, pipeline_id: str) -> tuple[dict[str, Any], Pipeline]:
+        """The pipeline's current document, secrets in clear, and its model (its registry
+        fields still pending: the worker fetches them)."""
         doc = self.database.document(pipeline_id, reveal_secrets=True)
-        pipeline = parse_pipeline(doc)
+        return doc, parse_pipeline(doc)
+
+    def _launch(
+        self, pipeline_id: str, pipeline: Pipeline | None = None
+    ) -> tuple[dict[str, Any], Pipeline]:
+        """Start the pipeline's worker with its current document (secrets in clear, on the
+        worker's stdin; an embedded sink replaced by its endpoint). `pipeline`: the document's
+        model when the caller has it (create: the one it judged). Returns the document as
+        stored and its model."""
+        stored = self.database.document(pipeline_id, reveal_secrets=True)
+        if pipeline is None:
+            pipeline = parse_pipeline(stored)
+        doc = stored
         embedded = pipeline.sink.clickhouse.embedded
         try:
             if embedded:
@@ -303,31 +324,32 @@ class PipelineService:
             self.database.set_state(
                 pipeline_id, State.FAILED, error=f"embedded ClickHouse did not start: {exc}"
             )
-            return
+            return stored, pipeline
         if self.otlp is not None:
             try:
-                doc = self._route_otlp(pipeline_id, doc)
+                doc = self._route_otlp(pipeline_id, doc, pipeline)
             except (StreamsiftError, KafkaException, OSError) as exc:
                 self.database.set_state(
                     pipeline_id, State.FAILED, error=f"the OTLP receiver cannot route it: {exc}"
                 )
-                return
+                return stored, pipeline
         pid = self.supervisor.launch(pipeline_id, doc, embedded and self.driver_inserts)
         self.database.set_worker_pid(pipeline_id, pid)
+        return stored, pipeline
 
-    def _route_otlp(self, pipeline_id: str, doc: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _route_otlp(
+        self, pipeline_id: str, doc: dict[str, Any], pipeline: Pipeline
+    ) -> dict[str, Any]:
         """An OTLP pipeline's receiver route (its document, with a bundled source on the
-        service's bundled broker, is what its worker runs)."""
-        if doc is None:
-            doc = self.database.document(pipeline_id, reveal_secrets=True)
-        pipeline = parse_pipeline(doc)
+        service's bundled broker, is what its worker runs). `pipeline`: the model of `doc`'s
+        source (an embedded sink already served in `doc` changes nothing here)."""
         if self.otlp is None or otlp_source(pipeline) is None:
             return doc
-        doc = self.otlp.served(doc, pipeline)
-        served = parse_pipeline(doc)
+        served_doc = self.otlp.served(doc, pipeline)
+        served = pipeline if served_doc is doc else parse_pipeline(served_doc)
         checkpoint = served.checkpoint_dir(self.supervisor.directory(pipeline_id)).resolve()
         self.otlp.route(pipeline_id, served, checkpoint)
-        return doc
+        return served_doc
 
     def _served(self, doc: dict[str, Any], pipeline: Pipeline) -> dict[str, Any]:
         path = pipeline.sink.clickhouse.path
@@ -335,16 +357,17 @@ class PipelineService:
         host, port = self.endpoints.address(path)
         return served_document(doc, host, port)
 
-    def _recover(self, record: PipelineRecord) -> None:
-        """At start: take a pipeline back from where a previous server left it."""
+    def _recover(self, record: PipelineRecord) -> tuple[dict[str, Any], Pipeline] | None:
+        """At start: take a pipeline back from where a previous server left it. Returns its
+        document and model if it launched its worker again (None otherwise)."""
         pid = self.database.worker_pid(record.id)
         if record.state in (State.STOPPED, State.FAILED):
-            return
+            return None
         if self.supervisor.adopt(record.id, pid):
             if record.state is State.TERMINATING:  # the server died while terminating it
                 self.supervisor.terminate(record.id)
                 self.database.set_state(record.id, State.STOPPED, note="terminated")
-            return
+            return None
         report = self.supervisor.status(record.id) or {}
         self.database.set_worker_pid(record.id, None)
         if report.get("state") == "failed":
@@ -359,7 +382,8 @@ class PipelineService:
                 note="restarted: its worker ended while no server watched; it resumes from "
                 "its checkpoint",
             )
-            self._launch(record.id)
+            return self._launch(record.id)
+        return None
 
     def _on_running(self, pipeline_id: str) -> None:
         with self._lock:
@@ -388,7 +412,7 @@ class PipelineService:
         policy's roots, and not a root itself nor the pipeline directories above its own)."""
         directory = self.supervisor.directory(pipeline_id)
         checkpoint = current.checkpoint_dir(directory).resolve()
-        if not self._owned(checkpoint):
+        if not self._owned(checkpoint, {pipeline_id: current}):
             raise ConfigError(
                 f"runtime.checkpoint_dir: {checkpoint} is not a directory this pipeline owns; "
                 "reset_state deletes only a checkpoint inside the server's directories that "
@@ -398,10 +422,11 @@ class PipelineService:
         shutil.rmtree(checkpoint, ignore_errors=True)
         (directory / "status.json").unlink(missing_ok=True)
 
-    def _owned(self, checkpoint: Path) -> bool:
+    def _owned(self, checkpoint: Path, parsed: dict[str, Pipeline]) -> bool:
         """Whether reset_state may delete `checkpoint`: inside a root, below (not at) it, and
         holding none of the service's own places nor any other place a pipeline keeps (its
-        directory, another's checkpoint, an embedded ClickHouse)."""
+        directory, another's checkpoint, an embedded ClickHouse). `parsed`: the models of
+        pipelines the caller has already (by id)."""
         if not self.policy.inside(checkpoint) or checkpoint in self.policy.roots:
             return False
         protected = [self.data_dir, self.supervisor.pipelines_dir]
@@ -410,7 +435,7 @@ class PipelineService:
             directory = self.supervisor.directory(record.id)
             protected.append(directory)
             with contextlib.suppress(ConfigError):
-                kept = parse_pipeline(self.database.document(record.id))
+                kept = parsed.get(record.id) or parse_pipeline(self.database.document(record.id))
                 if kept.sink.clickhouse.path is not None:
                     protected.append(kept.sink.clickhouse.path)
                 if kept.checkpoint_dir(directory).resolve() != checkpoint:
@@ -428,6 +453,12 @@ def judged(doc: dict[str, Any], policy: DocumentPolicy) -> tuple[dict[str, Any],
     pipeline = parse_resolved(doc)
     policy.check(pipeline)
     return doc, pipeline
+
+
+def takes_registry_fields(pipeline: Pipeline) -> bool:
+    """Whether a source takes its fields from its registry (`schema.from_registry`): then
+    only `parse_resolved` gives the model a pipeline is validated and run with."""
+    return any(src.schema_.from_registry is not None for src in pipeline.inputs)
 
 
 def _native(doc: dict[str, Any]) -> dict[str, Any]:

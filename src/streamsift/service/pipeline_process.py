@@ -10,8 +10,9 @@ the micro-batch in flight finishes; a second one aborts) or a failure. Checkpoin
 About once a second it writes `<dir>/status.json` (atomically: a temporary file, then a
 rename): its state (starting, running, stopping, stopped, failed), its pid, the run's
 counts (with the histograms and per-class counts `/metrics` shows), the lag per partition,
-the last micro-batch's time and duration, and the error (one line and a hint) it failed with. The supervisor reads it, also after a server restart, when
-this process is no longer its child. Exit code 0 after a graceful stop, 1 after a failure.
+the last micro-batch's time and duration, and the error (one line and a hint) it failed
+with. The supervisor reads it, also after a server restart, when this process is no longer
+its child. Exit code 0 after a graceful stop, 1 after a failure.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Bytecode inside the zips Spark's Python workers import pyspark and py4j from.
 
 Spark puts `$SPARK_HOME/python/lib/pyspark.zip` first on every Python worker's path (a local
-master's workers start without it: spark_host/python_interpreter.py; executors on a cluster keep it), and
-Python cannot cache bytecode for modules imported from a zip: each worker process compiles
-pyspark from source again (measured: ~4 CPU-s of a 200k-event run, most of the first
-micro-batch). zipimport does use `.pyc` entries stored next to the `.py` ones, so we add
-them once, as unchecked hash-based pycs for this interpreter's magic number. Another Python
-version finds a wrong magic number and falls back to the source, as before.
+master's workers start without it: spark_host/python_interpreter.py; executors on a cluster
+keep it), and Python cannot cache bytecode for modules imported from a zip: each worker
+process compiles pyspark from source again (what that cost is measured in docs/benchmarks.md,
+"Fixed on 2026-11-23", item 2). zipimport does use `.pyc` entries stored next to the `.py`
+ones, so we add them once, as unchecked hash-based pycs for this interpreter's magic number.
+Another Python version finds a wrong magic number and falls back to the source, as before.
 
 Run at setup (`python -m streamsift.spark_host.bytecode`) and checked at each session start;
 a read-only installation is left as it is.

@@ -3,30 +3,11 @@
 One SparkSession serves every pipeline of a process (tests, `streamsift serve`), and Spark
 reads these when a query starts (each query runs on its own clone of the session's settings),
 so `_build_query` sets them right before `start()`. A pipeline's `runtime.spark_conf` naming
-one of them wins.
-
-- The join's state format (`spark.sql.streaming.join.stateFormatVersion`): 4 on RocksDB (one
-  state store per side and partition instead of four, and an event-time index, so evicting
-  what the watermark passed costs what is evicted instead of a scan of the whole state); 2 on
-  the heap store, which supports no other. Spark records the format in the checkpoint's
-  offset log and a resumed query uses the recorded one, so a checkpoint made with format 2
-  keeps it.
-- `trackTotalNumberOfRows` off: RocksDB state otherwise reads every key before it writes it
-  to keep a row count that only Spark's progress report shows (streamsift reads none).
-- Checkpoint files through Hadoop's FileSystem API instead of its FileContext API. Both write
-  a temporary file and rename it into place; FileContext's rename first asks for each path's
-  link status, which Hadoop (without its native library, as pip's PySpark ships it) answers
-  by running `readlink` as a child process of the JVM: about twenty processes per micro-batch
-  for the offset and commit logs. The FileSystem API renames with `java.io.File.renameTo`,
-  atomic on a local disk (streamsift's checkpoints are local paths); the two `chmod` processes
-  per file created remain.
-
-No-data micro-batches (a batch Spark runs only because the watermark moved) stay on, also for
-inner joins, whose rows never wait for them: Spark drops a record as late against the
-watermark of the micro-batch before, and without such a batch at the end of a run, the next
-run would compare its records with a watermark one batch older and join records the
-documented rule drops (docs/semantics.md, "Late records"). Measured cost: one micro-batch
-floor per drain (~4% of a 200,000-event dedup-join drain).
+one of them wins. They are: the join's state format (4 on RocksDB; 2 on the heap store, which
+supports no other; a checkpoint keeps the format it was made with), RocksDB's row count off,
+and checkpoint files written through Hadoop's FileSystem API. No-data micro-batches stay on
+(the late-record rule needs them). Why these values, and what they were measured to save or
+cost: docs/benchmarks.md, "Per-query Spark settings: why these values".
 """
 
 from __future__ import annotations
