@@ -23,7 +23,6 @@ import clickhouse_connect
 import pytest
 import yaml
 
-from pipeline_docs import event_doc
 from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.sample_data.generator import (
     EventSpec,
@@ -45,6 +44,7 @@ from streamsift.spark_host.environment import (
     pack_environment,
     runtime_distributions,
 )
+from support.pipeline_docs import event_doc
 from support.spark_cluster import LOOPBACK_DRIVER_CONF, StandaloneCluster, free_port
 
 pytestmark = pytest.mark.integration
@@ -364,5 +364,5 @@ def test_packed_environment_holds_streamsift_and_its_dependencies_but_not_spark(
     assert members["bin/python"].issym()
     assert "pyvenv.cfg" in members
     site = next(Path(n).parent.parent for n in members if n.endswith("streamsift/__init__.py"))
-    assert (site / "streamsift/transforms/dedup_store.py").as_posix() in members
+    assert (site / "streamsift/transforms/dedup/shared_state.py").as_posix() in members
     assert not any("/pyspark/" in n for n in members)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import parse_pipeline
 from streamsift.config.errors import ConfigError
-from streamsift.engine.runner import PipelineRunner, dedup_state_location
+from streamsift.engine.runner import PipelineRunner
 from streamsift.spark_host.errors import RuntimeConfigError
 from streamsift.spark_host.session import MASTER_ENV, resolve_master
+from streamsift.transforms.dedup.carry_over import state_location
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 
 def doc(runtime: dict | None = None, clickhouse: dict | None = None) -> dict:
@@ -74,10 +75,10 @@ def test_embedded_clickhouse_is_refused_on_a_cluster(monkeypatch):
 
 def test_dedup_state_is_shared_on_a_cluster_and_local_runs_keep_theirs(tmp_path):
     p = parse_pipeline(doc(clickhouse={"host": "127.0.0.1"}))
-    assert dedup_state_location(p, "local[2]", tmp_path) is None
-    assert dedup_state_location(p, "spark://h:7077", tmp_path) == str(tmp_path / "state")
+    assert state_location(p, "local[2]", tmp_path) is None
+    assert state_location(p, "spark://h:7077", tmp_path) == str(tmp_path / "state")
     s3 = parse_pipeline(doc({"state_location": "s3://b/x"}, clickhouse={"host": "127.0.0.1"}))
-    assert dedup_state_location(s3, "local[2]", tmp_path) == "s3://b/x"
+    assert state_location(s3, "local[2]", tmp_path) == "s3://b/x"
 
 
 def test_run_and_serve_take_a_master_and_package_env_an_output():

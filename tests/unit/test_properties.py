@@ -10,11 +10,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline_docs import fields, mapping, pipeline_doc
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.types import FieldType
-from streamsift.transforms.dedup import PartitionDedup
+from streamsift.transforms.dedup.partition import PartitionDedup
 from streamsift.transforms.parse import FieldSpec, JsonParser
+from support.pipeline_docs import fields, mapping, pipeline_doc
 
 VALID = pipeline_doc(
     name="props",
