@@ -1414,8 +1414,7 @@ export interface components {
         SecurityProtocol: "PLAINTEXT" | "SASL_PLAINTEXT" | "SASL_SSL" | "SSL";
         /**
          * State
-         * @description A pipeline's state: GlassFlow's vocabulary (service/lifecycle.py has the
-         *     transitions; tests/unit/test_wire_types.py holds the two to the same values).
+         * @description A pipeline's state, in GlassFlow's vocabulary.
          * @enum {string}
          */
         State: "Created" | "Running" | "Stopping" | "Stopped" | "Terminating" | "Resuming" | "Failed";

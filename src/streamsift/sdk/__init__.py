@@ -5,7 +5,8 @@ building a pipeline in Python and saving it as YAML.
     client = Client("http://127.0.0.1:8080", token="...")
     client.validate(pipeline)  # a streamsift.config.Pipeline, or a dict
 
-Imports nothing of the runtime: only the config models and the error hierarchy.
+Imports nothing of the runtime: only the config models, the error hierarchy and the API's
+own request and answer models (streamsift.wire), which `Client` reads answers into.
 """
 
 from streamsift.sdk.client import Client

@@ -16,9 +16,17 @@ from pydantic import Field
 from streamsift.wire.base import Answer
 
 
-class State(str, Enum):
-    """A pipeline's state: GlassFlow's vocabulary (service/lifecycle.py has the
-    transitions; tests/unit/test_wire_types.py holds the two to the same values)."""
+class _Word(str, Enum):
+    """A state that prints as its word (`Running`), as it reads on the wire."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+# service/lifecycle.py has the transitions between the states; tests/unit/test_wire_types.py
+# holds its enums to these values.
+class State(_Word):
+    """A pipeline's state, in GlassFlow's vocabulary."""
 
     CREATED = "Created"
     RUNNING = "Running"
@@ -29,7 +37,7 @@ class State(str, Enum):
     FAILED = "Failed"
 
 
-class DesiredState(str, Enum):
+class DesiredState(_Word):
     """What the user asked for last: the service brings a `running` pipeline back after a
     restart of the server."""
 
