@@ -14,6 +14,16 @@ from streamsift.engine.errors import (
     ReplayUnsupported,
 )
 from streamsift.errors import RESUME_HINT, ErrorKind, StreamsiftError
+from streamsift.service.errors import (
+    ClickHouseRefused,
+    ClickHouseUnreachable,
+    ExpressionProblem,
+    KafkaClientRefused,
+    KafkaUnreachable,
+    NotClickHouse,
+    SecretKeyError,
+    TokenProviderFailed,
+)
 from streamsift.sinks.errors import (
     SinkConfigError,
     SinkError,
@@ -21,6 +31,7 @@ from streamsift.sinks.errors import (
     SinkTransientError,
 )
 from streamsift.sources.errors import SourceError, SourceUnavailable
+from streamsift.sources.otlp.decode import MalformedOtlp
 from streamsift.spark_host.errors import RuntimeConfigError
 
 KINDS = [
@@ -36,6 +47,15 @@ KINDS = [
     (PipelineFailed("the query failed"), ErrorKind.PERMANENT, 1),
     (ReplayConflict("changed"), ErrorKind.PERMANENT, 1),
     (DlqNotFound("no DLQ table", "run first"), ErrorKind.PERMANENT, 1),
+    (SecretKeyError("not a Fernet key"), ErrorKind.CONFIGURATION, 2),
+    (ExpressionProblem("expression: unknown column"), ErrorKind.CONFIGURATION, 2),
+    (KafkaClientRefused("bad settings"), ErrorKind.CONFIGURATION, 2),
+    (TokenProviderFailed("the provider raised"), ErrorKind.CONFIGURATION, 2),
+    (MalformedOtlp("the body is not JSON"), ErrorKind.CONFIGURATION, 2),
+    (KafkaUnreachable("Kafka at h:1 did not answer"), ErrorKind.TRANSIENT, 1),
+    (ClickHouseUnreachable("ClickHouse at h:1 did not answer"), ErrorKind.TRANSIENT, 1),
+    (ClickHouseRefused("ClickHouse refused"), ErrorKind.PERMANENT, 1),
+    (NotClickHouse("not a ClickHouse"), ErrorKind.PERMANENT, 1),
 ]
 
 
