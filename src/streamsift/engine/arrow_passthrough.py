@@ -5,9 +5,10 @@ source processor's Arrow batches are shaped into the output frame on the executo
 columns named as in the sink, then `OUTPUT_COLUMNS`: `_stage`, `_source`, the right record's
 NO_RECORD position) and each is serialized (Arrow IPC) into one row of one binary column.
 Spark then moves a few large rows instead of converting every event into a JVM row and back
-(about 13-15 CPU-µs per event); the sink side (`unpack`) deserializes and concatenates the
-chunks, and the batch writer sorts, chunks and tokens them as on the row path, so a re-run
-batch makes the same tokens. `STREAMSIFT_ARROW_PASSTHROUGH=0` turns it off (the row path).
+(docs/benchmarks.md, "Arrow pass-through"); the sink side (`unpack`) deserializes and
+concatenates the chunks, and the batch writer sorts, chunks and tokens them as on the row
+path, so a re-run batch makes the same tokens. `STREAMSIFT_ARROW_PASSTHROUGH=0` turns it
+off (the row path).
 """
 
 from __future__ import annotations

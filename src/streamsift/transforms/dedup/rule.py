@@ -87,12 +87,12 @@ class DedupRule:
         times = pc.cast(event_time, pa.int64()).to_pylist()
         keys, hashes = record_keys(self.mode, table, [f.column for f in self.keys], payloads, rows)
         where = partition_subpath(Path(self.state_dir).name, part.topic, part.partition)
-        if self.state_url:
+        shared: SharedPartitionState | None = None
+        if self.state_url:  # the state is shared: this process keeps a cache of it
             path = local_cache_root(self.state_url) / where
             shared = SharedPartitionState(self.state_url, where)
         else:
             path = Path(self.state_dir) / part.topic / f"p{part.partition}"
-            shared = None
         decision = PartitionDedup(
             path, self.window_us, compare_payload=self.mode == "last", shared=shared
         ).decide(
