@@ -279,7 +279,7 @@ class DlqQueries:
             except ClickHouseError as exc:
                 raise classify(exc, "query") from None
 
-        return writer.retry.run(run, "ClickHouse query", writer.on_status)
+        return writer.retry.run(run, "ClickHouse query", writer.on_status, operation="query")
 
     # ------------------------------------------------------------------ marking
 
