@@ -24,6 +24,7 @@ from streamsift.engine.clickhouse_watch import watching_clickhouse
 from streamsift.engine.new_columns import flagged_in, flagged_rows, in_kafka_order
 from streamsift.engine.progress import SinkCounts
 from streamsift.sinks.clickhouse import ClickHouseWriter
+from streamsift.sinks.retry import RetryStatus
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def write_on_executors(
         part = f"p{TaskContext.get().partitionId()}"
         batches = list(batches)
         counts = SinkCounts()
-        retries: list[Any] = []  # this executor's copy of the writer reports its retries here
+        retries: list[RetryStatus] = []  # this executor's copy of the writer reports them here
         writer.writer.on_status = lambda status: status is not None and retries.append(status)
         if arrow is not None:
             batches = list(unpack_batches(batches))
