@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
 import yaml
 
 from streamsift.embedded.broker import Broker
 from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
+from support.cli import STREAMSIFT, streamsift
 from support.paths import REPO
 
 pytestmark = pytest.mark.e2e
-
-
-def streamsift(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streamsift.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=kw.pop("cwd", REPO),
-        env={**os.environ, **kw.pop("env", {})},
-    )
 
 
 def test_demo_json_reports_matching_counts(tmp_path):
@@ -115,15 +103,7 @@ def test_broker_gone_mid_run_ends_with_a_clear_error_and_an_intact_checkpoint(tm
         path.write_text(yaml.safe_dump(doc))
         state = tmp_path / "state"
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamsift.cli.main",
-                "run",
-                str(path),
-                "--data-dir",
-                str(state),
-            ],
+            [*STREAMSIFT, "run", str(path), "--data-dir", str(state)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

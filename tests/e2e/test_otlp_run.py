@@ -7,31 +7,18 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
 from streamsift.embedded.broker import free_port
+from support.cli import STREAMSIFT
+from support.clickhouse import embedded_count
 from support.otlp import EXAMPLES, grpc_exporters, http_exporters, send_spans
 from support.paths import REPO
 
 pytestmark = pytest.mark.e2e
-
-
-def count_rows(clickhouse: Path, table: str) -> int:
-    """Rows in `table` of an embedded ClickHouse, read in a process of its own (chdb allows
-    one process per data directory; this test's process may hold another)."""
-    code = (
-        "import clickhouse_connect, sys;"
-        f"c = clickhouse_connect.get_client(dsn='chdb://{clickhouse}');"
-        f"print(c.query('SELECT count() FROM {table}').result_rows[0][0])"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return int(out.stdout.strip())
 
 
 def test_kill_9_between_receipt_and_insert_loses_nothing(broker, tmp_path):
@@ -47,7 +34,7 @@ def test_kill_9_between_receipt_and_insert_loses_nothing(broker, tmp_path):
     path = tmp_path / "otel-traces.yaml"
     path.write_text(yaml.safe_dump(doc))
     data = tmp_path / "data"
-    run = [sys.executable, "-m", "streamsift.cli.main", "run", str(path), "--data-dir", str(data)]
+    run = [*STREAMSIFT, "run", str(path), "--data-dir", str(data)]
     proc = subprocess.Popen(
         run, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
@@ -68,7 +55,7 @@ def test_kill_9_between_receipt_and_insert_loses_nothing(broker, tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
     assert len(set(spans)) == 40
-    assert count_rows(clickhouse, doc["sink"]["table"]) == 0  # killed before any insert
+    assert embedded_count(clickhouse, doc["sink"]["table"]) == 0  # killed before any insert
 
     again = subprocess.run(
         [*run, "--until-caught-up"], cwd=REPO, capture_output=True, text=True, timeout=300
@@ -76,4 +63,4 @@ def test_kill_9_between_receipt_and_insert_loses_nothing(broker, tmp_path):
     assert again.returncode == 0, again.stderr
     assert "OTLP receiver for otlp.traces" in again.stderr
     assert "written 40," in again.stdout, again.stdout
-    assert count_rows(clickhouse, doc["sink"]["table"]) == 40
+    assert embedded_count(clickhouse, doc["sink"]["table"]) == 40

@@ -15,9 +15,12 @@ import httpx
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
-from test_signals import EXAMPLE, count_rows, start_cli, wait_for
 
 from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
+from support.cli import start_streamsift
+from support.clickhouse import embedded_count
+from support.paths import EXAMPLES
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 EVENTS = 300
@@ -30,7 +33,7 @@ def pipeline(broker, tmp_path, unique_name) -> tuple[Path, Truth]:
     truth = Truth()
     events = generate(EventSpec(EVENTS, 0.2, 30, seed=11), truth)
     produce(broker.bootstrap_servers, unique_name, events)
-    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc = yaml.safe_load((EXAMPLES / "users-dedup.yaml").read_text())
     doc["name"] = unique_name.replace("_", "-")[:60]
     doc["source"]["bootstrap_servers"] = broker.bootstrap_servers
     doc["source"]["topic"] = unique_name
@@ -53,15 +56,23 @@ def scrape(url: str) -> dict[str, float]:
 
 def test_run_serves_metrics_that_count_the_tables_rows(pipeline, tmp_path) -> None:
     path, truth = pipeline
-    proc = start_cli("run", str(path), "--metrics-port", "0", out=tmp_path)
+    proc = start_streamsift("run", str(path), "--metrics-port", "0", out=tmp_path)
     try:
         said = re.compile(r"metrics on (http://127\.0\.0\.1:\d+/metrics)")
-        wait_for(lambda: said.search((tmp_path / "stderr").read_text()), proc, "the metrics line")
+        wait_for(
+            lambda: said.search((tmp_path / "stderr").read_text()),
+            240,
+            what="the metrics line",
+            proc=proc,
+            interval=0.2,
+        )
         url = said.search((tmp_path / "stderr").read_text()).group(1)
         wait_for(
             lambda: scrape(url).get("streamsift_rows_written_total") == truth.expected_unique,
-            proc,
-            "every row counted",
+            240,
+            what="every row counted",
+            proc=proc,
+            interval=0.2,
         )
         samples = scrape(url)
         assert samples["streamsift_rows_read_total"] == EVENTS
@@ -75,7 +86,7 @@ def test_run_serves_metrics_that_count_the_tables_rows(pipeline, tmp_path) -> No
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert count_rows(tmp_path / "ch", "users_dedup") == truth.expected_unique
+    assert embedded_count(tmp_path / "ch", "users_dedup") == truth.expected_unique
     with pytest.raises(httpx.TransportError):  # the endpoint ends with the run
         httpx.get(url, timeout=5)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,29 +19,13 @@ import pytest
 import yaml
 
 from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
-from support.paths import REPO
+from support.cli import start_streamsift, streamsift
+from support.clickhouse import embedded_count
+from support.paths import EXAMPLES
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
-EXAMPLE = REPO / "examples/pipelines/users-dedup.yaml"
-
-
-def start_cli(*args: str, out: Path) -> subprocess.Popen:
-    """`streamsift ARGS` in a process group of its own; stdout/stderr go to files in `out`."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "streamsift.cli.main", *args],
-        stdout=(out / "stdout").open("w"),
-        stderr=(out / "stderr").open("w"),
-        cwd=REPO,
-        start_new_session=True,
-    )
-
-
-def wait_for(condition: Callable[[], bool], proc: subprocess.Popen, what: str) -> None:
-    deadline = time.monotonic() + 240
-    while not condition():
-        assert proc.poll() is None, f"the CLI ended before {what}"
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.2)
+EXAMPLE = EXAMPLES / "users-dedup.yaml"
 
 
 def has_files(directory: Path) -> Callable[[], bool]:
@@ -54,23 +37,6 @@ def assert_clean(stderr: str) -> None:
     assert "py4j" not in stderr, stderr
     assert "KeyboardInterrupt" not in stderr, stderr
     assert "Exception in thread" not in stderr and "\tat " not in stderr, stderr  # JVM traces
-
-
-def count_rows(ch_path: Path, table: str) -> int:
-    """Count in a separate process: chdb opens one data directory per process."""
-    code = (
-        "import clickhouse_connect, sys; "
-        "c = clickhouse_connect.get_client(dsn='chdb://' + sys.argv[1]); "
-        "print(c.command('SELECT count() FROM ' + sys.argv[2]))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(ch_path), table],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return int(out.stdout.strip())
 
 
 @pytest.fixture
@@ -92,15 +58,9 @@ def users_pipeline(broker, tmp_path, unique_name) -> tuple[Path, Truth]:
 
 def finish_and_check(path: Path, tmp_path: Path, truth: Truth) -> None:
     """Run the pipeline to the end of the topic: ClickHouse then holds each key exactly once."""
-    rerun = subprocess.run(
-        [sys.executable, "-m", "streamsift.cli.main", "run", str(path), "--until-caught-up"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )
+    rerun = streamsift("run", str(path), "--until-caught-up")
     assert rerun.returncode == 0, rerun.stderr
-    assert count_rows(tmp_path / "ch", "users_dedup") == truth.expected_unique
+    assert embedded_count(tmp_path / "ch", "users_dedup") == truth.expected_unique
 
 
 def send_stop(proc: subprocess.Popen, how: str) -> None:
@@ -115,9 +75,10 @@ def send_stop(proc: subprocess.Popen, how: str) -> None:
 @pytest.mark.parametrize("how", ["ctrl-c", "kill -INT", "SIGTERM"])
 def test_ctrl_c_after_spark_is_up_stops_after_the_batch_in_flight(users_pipeline, tmp_path, how):
     path, truth = users_pipeline
-    proc = start_cli("run", str(path), out=tmp_path)
+    proc = start_streamsift("run", str(path), out=tmp_path)
     try:
-        wait_for(has_files(tmp_path / "checkpoint" / "spark" / "commits"), proc, "a commit")
+        commits = has_files(tmp_path / "checkpoint" / "spark" / "commits")
+        wait_for(commits, 240, what="a commit", proc=proc, interval=0.2)
         send_stop(proc, how)
         code = proc.wait(timeout=180)
     finally:
@@ -133,9 +94,10 @@ def test_ctrl_c_after_spark_is_up_stops_after_the_batch_in_flight(users_pipeline
 
 def test_second_ctrl_c_aborts_at_once_and_the_rerun_is_exact(users_pipeline, tmp_path):
     path, truth = users_pipeline
-    proc = start_cli("run", str(path), out=tmp_path)
+    proc = start_streamsift("run", str(path), out=tmp_path)
     try:
-        wait_for(has_files(tmp_path / "checkpoint" / "spark" / "commits"), proc, "a commit")
+        commits = has_files(tmp_path / "checkpoint" / "spark" / "commits")
+        wait_for(commits, 240, what="a commit", proc=proc, interval=0.2)
         os.killpg(proc.pid, signal.SIGINT)
         time.sleep(0.3)
         os.killpg(proc.pid, signal.SIGINT)
@@ -157,11 +119,11 @@ def test_second_ctrl_c_aborts_at_once_and_the_rerun_is_exact(users_pipeline, tmp
 )
 def test_ctrl_c_during_the_demo_stops_it_cleanly(tmp_path, demo, how):
     data = tmp_path / "demo"
-    proc = start_cli(*demo, "--events", "20000", "--data-dir", str(data), out=tmp_path)
+    proc = start_streamsift(*demo, "--events", "20000", "--data-dir", str(data), out=tmp_path)
     name = "demo-join" if "--join" in demo else "demo"
     try:
         offsets = data / "checkpoints" / name / "spark" / "offsets"
-        wait_for(has_files(offsets), proc, "the first micro-batch")
+        wait_for(has_files(offsets), 240, what="the first micro-batch", proc=proc, interval=0.2)
         send_stop(proc, how)
         code = proc.wait(timeout=240)
     finally:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,7 +28,9 @@ from streamsift.errors import (
     TransientError,
 )
 from streamsift.sdk import Client, NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
+from support.clickhouse import held_by_another_process
 from support.paths import REPO
+from support.ports import closed_port
 from support.servers import ServerThread
 
 pytestmark = pytest.mark.integration
@@ -74,12 +75,6 @@ def assert_error(response: httpx.Response, status: int, code: str, *words: str) 
     for word in words:
         assert word in body["message"], body
     return body
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ------------------------------------------------------------------ health, token, bodies
@@ -387,15 +382,6 @@ def make_embedded_table(path: Path, table: str) -> None:
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=120)
 
 
-HOLD_EMBEDDED = (
-    "import sys, time, chdb.session as s\n"
-    "x = s.Session(sys.argv[1])\n"
-    "x.query('SELECT 1')\n"
-    "print('held', flush=True)\n"
-    "time.sleep(120)\n"
-)
-
-
 def test_clickhouse_probes_on_an_embedded_path(http: httpx.Client, tmp_path: Path) -> None:
     path = tmp_path / "chdb"
     make_embedded_table(path, "events")
@@ -414,17 +400,10 @@ def test_clickhouse_probes_on_an_embedded_path(http: httpx.Client, tmp_path: Pat
     ]
     # the server did not keep the directory: another process can open it again
     make_embedded_table(path, "more")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_EMBEDDED, str(path)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with held_by_another_process(path):
         busy = http.post("/api/v1/connections/clickhouse/test", json={"path": str(path)})
         body = assert_error(busy, 503, "service_unavailable", "another process")
         assert "one process per data directory" in body["details"]["hint"]
-    finally:
-        holder.kill()
-        holder.wait()
     nowhere = http.post(
         "/api/v1/connections/clickhouse/test", json={"path": str(tmp_path / "missing")}
     )

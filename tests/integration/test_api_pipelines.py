@@ -9,10 +9,6 @@ each test starts as few pipelines as its point needs.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -23,10 +19,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamsift.embedded.broker import Broker, free_port
-from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.sdk import Client, Conflict, NotFound
 from streamsift.spark_host.processes import kill_pid_tree
-from support.service_pipeline import pipeline_doc, produce, wait_for
+from support.clickhouse import rows
+from support.servers import Serve
+from support.service_pipeline import START_TIMEOUT_S, pipeline_doc, produce
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -35,57 +33,9 @@ CH_PASSWORD = "ch-Secret-7Qz1"
 SASL_PASSWORD = "sasl-Secret-K4p8"
 
 
-class Serve:
-    """`streamsift serve` on a free port and a data dir, its stderr in `log`."""
-
-    def __init__(self, data_dir: Path, log: Path) -> None:
-        self.data_dir, self.log = data_dir, log
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.url = ""
-
-    def start(self) -> Serve:
-        offset = self.log.stat().st_size if self.log.exists() else 0
-        with self.log.open("ab") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "streamsift.cli.main", "serve", "--port", "0"]
-                + ["--data-dir", str(self.data_dir), "--verbose"],
-                stderr=err,
-                env={**os.environ, "STREAMSIFT_API_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"},
-            )
-        wait_for("the server to listen", lambda: "listening on" in self._log_from(offset), 60)
-        line = next(x for x in self._log_from(offset).splitlines() if "listening on" in x)
-        self.url = line.split()[2]
-        wait_for("/readyz", self._ready, 120)
-        return self
-
-    def client(self) -> Client:
-        return Client(self.url, token=TOKEN, timeout=120)
-
-    def kill(self) -> None:
-        """kill -9 of the server alone: its pipelines' workers live on."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def _ready(self) -> bool:
-        assert self.proc is not None
-        assert self.proc.poll() is None, f"serve exited: {self.log.read_text()[-2000:]}"
-        try:
-            return httpx.get(f"{self.url}/readyz", timeout=5).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    def _log_from(self, offset: int) -> str:
-        return self.log.read_bytes()[offset:].decode("utf-8", "replace")
+def api_serve(data_dir: Path, log: Path) -> Serve:
+    """`streamsift serve --verbose` with the token, on a free port and a data dir."""
+    return Serve(data_dir, log, ["--verbose"], {"STREAMSIFT_API_TOKEN": TOKEN})
 
 
 def in_state(client: Client, pipeline_id: str, state: str) -> Callable[[], bool]:
@@ -106,32 +56,9 @@ def terminate_all(client: Client) -> None:
 
 
 @pytest.fixture(scope="module")
-def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """A ClickHouse HTTP endpoint the pipelines write into and the tests read; its port."""
-    proc, port = spawn_server(tmp_path_factory.mktemp("api-ch") / "clickhouse")
-    yield port
-    proc.terminate()
-    proc.wait(30)
-
-
-def rows(port: int, table: str) -> tuple[int, int]:
-    """(rows, distinct event ids) of `table`."""
-    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
-    try:
-        if not int(client.command(f"EXISTS TABLE {table}")):
-            return (0, 0)
-        total, distinct = client.query(
-            f"SELECT count(), uniqExact(event_id) FROM {table}"
-        ).result_rows[0]
-        return int(total), int(distinct)
-    finally:
-        client.close()
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     tmp = tmp_path_factory.mktemp("api-serve")
-    serve = Serve(tmp / "data", tmp / "serve.log").start()
+    serve = api_serve(tmp / "data", tmp / "serve.log").start()
     try:
         yield serve
     finally:
@@ -167,12 +94,12 @@ def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
     assert created.json()["state"] == "Created" and created.json()["version"] == 1
     assert [p.id for p in sdk.pipelines()] == [name]
 
-    wait_for("Running", in_state(sdk, name, "Running"))
-    wait_for("100 rows", lambda: rows(clickhouse, table) == (100, 100))
+    wait_for(in_state(sdk, name, "Running"), START_TIMEOUT_S, what="Running")
+    wait_for(lambda: rows(clickhouse, table) == (100, 100), START_TIMEOUT_S, what="100 rows")
     wait_for(
-        "the status to count them",
         lambda: (sdk.status(name).written, sdk.status(name).read) == (100, 202),
-        timeout=60,
+        60,
+        what="the status to count them",
     )
     status = sdk.status(name)
     assert (status.duplicates, status.dlq, status.worker_state) == (100, 2, "running")
@@ -203,11 +130,11 @@ def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
 
     # stop, produce while stopped, resume: exact
     assert sdk.stop(name).state == "Stopping"
-    wait_for("Stopped", in_state(sdk, name, "Stopped"))
+    wait_for(in_state(sdk, name, "Stopped"), START_TIMEOUT_S, what="Stopped")
     produce(broker, name, range(100, 150))
     assert sdk.resume(name).state == "Resuming"
-    wait_for("Running again", in_state(sdk, name, "Running"))
-    wait_for("150 rows", lambda: rows(clickhouse, table) == (150, 150))
+    wait_for(in_state(sdk, name, "Running"), START_TIMEOUT_S, what="Running again")
+    wait_for(lambda: rows(clickhouse, table) == (150, 150), START_TIMEOUT_S, what="150 rows")
 
     # a running pipeline is not edited: 409 with its state and what it may become
     current = sdk.document(name)
@@ -221,7 +148,7 @@ def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
 
     # stopped, a change of the dedup window needs reset_state, and the message says why
     sdk.stop(name)
-    wait_for("Stopped", in_state(sdk, name, "Stopped"))
+    wait_for(in_state(sdk, name, "Stopped"), START_TIMEOUT_S, what="Stopped")
     changed = sdk.document(name)
     changed["dedup"]["time_window"] = "2h"
     with pytest.raises(Conflict) as refused:
@@ -300,25 +227,33 @@ def test_after_kill_9_of_serve_the_next_serve_runs_the_pipeline_on_exactly(
     name, table = "api-restart", "api_restart"
     broker.create_topic(name, 2)
     produce(broker, name, range(100))
-    first = Serve(tmp_path / "data", tmp_path / "serve.log").start()
+    first = api_serve(tmp_path / "data", tmp_path / "serve.log").start()
     worker_pid = None
     try:
         with first.client() as client:
             client.create(pipeline_doc(name, broker, {"host": "127.0.0.1", "port": clickhouse}))
-            wait_for("Running", in_state(client, name, "Running"))
-            wait_for("100 rows", lambda: rows(clickhouse, table) == (100, 100))
+            wait_for(in_state(client, name, "Running"), START_TIMEOUT_S, what="Running")
+            wait_for(
+                lambda: rows(clickhouse, table) == (100, 100),
+                START_TIMEOUT_S,
+                what="100 rows",
+            )
             worker_pid = client.status(name).pid
             produce(broker, name, range(100, 150))  # mid-run
     finally:
         first.kill()
 
-    second = Serve(tmp_path / "data", tmp_path / "serve.log")
+    second = api_serve(tmp_path / "data", tmp_path / "serve.log")
     try:
         second.start()
         with second.client() as client:
-            wait_for("Running", in_state(client, name, "Running"))
+            wait_for(in_state(client, name, "Running"), START_TIMEOUT_S, what="Running")
             produce(broker, name, range(150, 200))
-            wait_for("200 rows", lambda: rows(clickhouse, table) == (200, 200))
+            wait_for(
+                lambda: rows(clickhouse, table) == (200, 200),
+                START_TIMEOUT_S,
+                what="200 rows",
+            )
             assert client.get(name).desired_state == "running"
             client.terminate(name)
             assert client.get(name).state == "Stopped"
@@ -348,7 +283,7 @@ def test_no_route_and_no_log_shows_a_password(server: Serve, sdk: Client, broker
         "password": SASL_PASSWORD,
     }
     created = sdk.create(doc)
-    wait_for("Failed", in_state(sdk, name, "Failed"))
+    wait_for(in_state(sdk, name, "Failed"), START_TIMEOUT_S, what="Failed")
     answers = [
         httpx.get(f"{server.url}{path}", headers={"Authorization": f"Bearer {TOKEN}"})
         for path in (
@@ -388,15 +323,15 @@ def test_a_pipeline_whose_clickhouse_refuses_fails_alone(
         pipeline_doc(bad, broker, {"host": "127.0.0.1", "port": closed}, connect_timeout="2s")
     )
     sdk.create(pipeline_doc(good, broker, {"host": "127.0.0.1", "port": clickhouse}))
-    wait_for(f"{bad} Failed", in_state(sdk, bad, "Failed"))
+    wait_for(in_state(sdk, bad, "Failed"), START_TIMEOUT_S, what=f"{bad} Failed")
     failed = sdk.status(bad)
     assert failed.error is not None and f"127.0.0.1:{closed}" in failed.error
     assert failed.error_at is not None and "Traceback" not in failed.error
     assert sdk.history(bad)[-1].to_state == "Failed"
 
-    wait_for("100 rows", lambda: rows(clickhouse, "api_good") == (100, 100))
+    wait_for(lambda: rows(clickhouse, "api_good") == (100, 100), START_TIMEOUT_S, what="100 rows")
     produce(broker, good, range(100, 150))
-    wait_for("150 rows", lambda: rows(clickhouse, "api_good") == (150, 150))
+    wait_for(lambda: rows(clickhouse, "api_good") == (150, 150), START_TIMEOUT_S, what="150 rows")
     assert sdk.get(good).state == "Running"
     sdk.terminate(good)
     for pipeline_id in (good, bad):

@@ -9,26 +9,17 @@ report, results.json and the plots must exist.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
 
-from support.paths import REPO
+from support import cli
 
 pytestmark = pytest.mark.integration
 
 
 def streamsift(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streamsift.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO,
-        env=os.environ.copy(),
-    )
+    return cli.streamsift(*args, timeout=timeout)  # a bench run takes its time
 
 
 def test_bench_smoke_every_run_exact_and_report_written(tmp_path):

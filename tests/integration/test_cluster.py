@@ -16,14 +16,13 @@ import sys
 import tarfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import clickhouse_connect
 import pytest
 import yaml
 
-from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.sample_data.generator import (
     EventSpec,
     JoinSpec,
@@ -44,8 +43,11 @@ from streamsift.spark_host.environment import (
     pack_environment,
     runtime_distributions,
 )
+from support.clickhouse import assert_each_event_once, count
 from support.pipeline_docs import event_doc
-from support.spark_cluster import LOOPBACK_DRIVER_CONF, StandaloneCluster, free_port
+from support.ports import free_port
+from support.spark_cluster import LOOPBACK_DRIVER_CONF, StandaloneCluster
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -62,14 +64,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One --data-dir for every cluster run (the packed environment is cached per user)."""
     return tmp_path_factory.mktemp("cluster-data")
-
-
-@pytest.fixture(scope="module")
-def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    proc, port = spawn_server(tmp_path_factory.mktemp("cluster-ch") / "clickhouse")
-    yield port
-    proc.terminate()
-    proc.wait(20)
 
 
 def both_workers_up(cluster: StandaloneCluster) -> None:
@@ -107,16 +101,6 @@ def commits(checkpoint: Path) -> int:
     return len([p for p in folder.glob("[0-9]*")]) if folder.exists() else 0
 
 
-def wait_for(what: Callable[[], bool], timeout: float, proc=None, log: Path | None = None):
-    deadline = time.monotonic() + timeout
-    while not what():
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the run ended early: {log.read_text()[-3000:] if log else ''}")
-        if time.monotonic() > deadline:
-            raise TimeoutError("waited too long")
-        time.sleep(0.2)
-
-
 def executor_pythons(cluster: StandaloneCluster) -> dict[str, set[str]]:
     """Per worker: the interpreters its executors' Python workers were started with (as
     /proc shows them: argv[0] resolved against the process's working directory)."""
@@ -146,13 +130,6 @@ def events_doc(broker, topic: str, port: int, checkpoint: Path, rows_per_batch: 
     )
 
 
-def assert_exact(port: int, table: str, truth: Truth) -> None:
-    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
-    assert int(client.command(f"SELECT count() FROM {table}")) == truth.expected_unique
-    assert int(client.command(f"SELECT uniqExact(event_id) FROM {table}")) == truth.expected_unique
-    assert int(client.command(f"SELECT count() FROM {table} WHERE attempt > 0")) == 0
-
-
 def produce_events(broker, topic: str, events: int, seed: int) -> Truth:
     broker.create_topic(topic, 4)
     truth = Truth()
@@ -160,18 +137,6 @@ def produce_events(broker, topic: str, events: int, seed: int) -> Truth:
         broker.bootstrap_servers, topic, generate(EventSpec(events, 0.25, 400, seed=seed), truth)
     )
     return truth
-
-
-def rows_in(port: int, table: str) -> int:
-    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
-    return int(client.command(f"SELECT count() FROM {table}"))
-
-
-def assert_nothing_doubled(port: int, table: str) -> None:
-    client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
-    count = int(client.command(f"SELECT count() FROM {table}"))
-    assert int(client.command(f"SELECT uniqExact(event_id) FROM {table}")) == count
-    assert int(client.command(f"SELECT count() FROM {table} WHERE attempt > 0")) == 0
 
 
 @pytest.fixture(scope="module")
@@ -246,22 +211,34 @@ def test_dedup_with_state_on_s3_survives_a_worker_kill_then_a_driver_kill_exactl
     log = tmp_path / "first.log"
     proc = start_run(path, cluster, data_dir, log)
     try:
-        wait_for(lambda: commits(checkpoint) >= 1, 240, proc, log)
-        wait_for(lambda: len(executor_pythons(cluster)) == 2, 60, proc, log)
+        wait_for(lambda: commits(checkpoint) >= 1, 240, what="a commit", proc=proc, log=log)
+        wait_for(
+            lambda: len(executor_pythons(cluster)) == 2,
+            60,
+            what="executors on both workers",
+            proc=proc,
+            log=log,
+        )
         pythons = executor_pythons(cluster)
         at_worker_kill = commits(checkpoint)
-        assert rows_in(clickhouse, table) < truth.expected_unique  # rows still to come
+        assert count(clickhouse, table) < truth.expected_unique  # rows still to come
         assert cluster.kill_worker(cluster.workers[0]) >= 0
         # the killed executor's temp files (the environment archive it fetched) stay in its
         # work directory, which the cluster manages, instead of the host's temp directory
         left = cluster.workers[0].work_dir.glob("app-*/*/spark-*/streamsift-env-*.tar.gz")
         assert any(left)
         # the run goes on without worker 1: a later micro-batch commits, nothing doubled
-        wait_for(lambda: commits(checkpoint) > at_worker_kill, 240, proc, log)
-        assert_nothing_doubled(clickhouse, table)
+        wait_for(
+            lambda: commits(checkpoint) > at_worker_kill,
+            240,
+            what="a commit after the kill",
+            proc=proc,
+            log=log,
+        )
+        assert_each_event_once(clickhouse, table)
     finally:
         processes.kill_tree(proc)  # the driver: its JVM and Python, SIGKILL
-    assert rows_in(clickhouse, table) < truth.expected_unique  # killed mid-run
+    assert count(clickhouse, table) < truth.expected_unique  # killed mid-run
     assert set(pythons) == {"worker1", "worker2"}  # executors ran on both workers
     for worker, interpreters in pythons.items():
         for python in interpreters:  # e.g. .../work/app-.../0/environment/bin/python
@@ -269,7 +246,7 @@ def test_dedup_with_state_on_s3_survives_a_worker_kill_then_a_driver_kill_exactl
 
     cluster.start_worker("worker1")  # registers while the driver starts again
     run_to_end(path, cluster, data_dir, tmp_path / "second.log")
-    assert_exact(clickhouse, table, truth)
+    assert_each_event_once(clickhouse, table, truth.expected_unique)
     assert not (checkpoint / "state").exists()  # no dedup state on the shared directory
     import pyarrow.fs as pafs
 

@@ -15,6 +15,7 @@ from confluent_kafka import Producer
 
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sample_data.generator import BASE_TIME, EventSpec, Truth, generate, produce
+from support.pipeline_docs import event
 
 pytestmark = pytest.mark.integration
 
@@ -116,30 +117,18 @@ def _keep_first_before_dupes(events: list[dict]) -> list[dict]:
     return out + [e for e in events if e not in out]
 
 
-def _event(event_id: str, at: datetime, attempt: int = 0) -> dict:
-    return {
-        "event_id": event_id,
-        "type": "view",
-        "user": {"id": "u1", "name": "one"},
-        "tags": [],
-        "amount": 1.0,
-        "attempt": attempt,
-        "created_at": at.isoformat(),
-    }
-
-
 @pytest.mark.parametrize("split_runs", [False, True], ids=["one-batch", "across-restart"])
 def test_window_edges(broker, event_pipeline, unique_name, split_runs):
     """Acceptance c: a repeat inside the window is dropped, one at or beyond it is kept."""
     broker.create_topic(unique_name, 3)
     window = timedelta(hours=1)
     t0 = BASE_TIME
-    originals = [_event(k, t0) for k in ("inside", "at-edge", "beyond")]
+    originals = [event(k, t0) for k in ("inside", "at-edge", "beyond")]
     repeats = [
-        _event("inside", t0 + window - timedelta(milliseconds=1), 1),  # dropped
-        _event("at-edge", t0 + window, 1),  # kept: not strictly within the window
-        _event("beyond", t0 + window + timedelta(seconds=1), 1),  # kept
-        _event(
+        event("inside", t0 + window - timedelta(milliseconds=1), 1),  # dropped
+        event("at-edge", t0 + window, 1),  # kept: not strictly within the window
+        event("beyond", t0 + window + timedelta(seconds=1), 1),  # kept
+        event(
             "beyond", t0 + window + timedelta(seconds=2), 2
         ),  # dropped: within window of the kept repeat
     ]
@@ -229,13 +218,13 @@ def test_late_events_are_kept_and_counted(broker, event_pipeline, unique_name):
     produce(
         broker.bootstrap_servers,
         unique_name,
-        [_event("a", t0), _event("b", t0 + timedelta(hours=1))],
+        [event("a", t0), event("b", t0 + timedelta(hours=1))],
     )
     PipelineRunner(pipeline).run(until_caught_up=True)
     produce(
         broker.bootstrap_servers,
         unique_name,
-        [_event("a", t0, 1), _event("c", t0 + timedelta(minutes=55))],
+        [event("a", t0, 1), event("c", t0 + timedelta(minutes=55))],
     )
     runner = PipelineRunner(pipeline)
     result = runner.run(until_caught_up=True)

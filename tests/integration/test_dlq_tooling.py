@@ -34,6 +34,8 @@ from streamsift.engine.replay import Replayer
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sinks.dlq_queries import DlqQueries
 from streamsift.sources.errors import SourceError
+from support import cli
+from support.clickhouse import held_by_another_process
 from support.pipeline_docs import fields, mapping, pipeline_doc
 
 pytestmark = pytest.mark.integration
@@ -349,13 +351,7 @@ SASL_SECRET = "sasl-pass-Kf39w2"
 
 
 def streamsift(*args: str, stdin=None, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streamsift.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=stdin if stdin is not None else subprocess.DEVNULL,
-    )
+    return cli.streamsift(*args, timeout=timeout, stdin=stdin or subprocess.DEVNULL)
 
 
 def dump_rows(ch_dir: Path, queries: list[str]) -> str:
@@ -546,20 +542,7 @@ def test_run_and_dlq_with_sasl_credentials_never_print_them(
 def test_dlq_command_while_another_process_holds_embedded_clickhouse(tmp_path):
     """chdb allows one process per data directory: the command says so instead of crashing."""
     ch_dir = tmp_path / "ch"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, clickhouse_connect\n"
-            f"c = clickhouse_connect.get_client(dsn='chdb://{ch_dir}')\n"
-            "print('ready', flush=True)\nsys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "ready"
+    with held_by_another_process(ch_dir):
         doc = events_doc("127.0.0.1:1", "t", "events", {"path": str(ch_dir)}, tmp_path, "int")
         path = tmp_path / "p.yaml"
         path.write_text(yaml.safe_dump(doc))
@@ -567,6 +550,3 @@ def test_dlq_command_while_another_process_holds_embedded_clickhouse(tmp_path):
         assert proc.returncode == 1
         assert "another process" in proc.stderr and "hint:" in proc.stderr
         assert "Traceback" not in proc.stderr
-    finally:
-        holder.stdin.close()
-        holder.wait(30)

@@ -15,30 +15,19 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from confluent_kafka import Producer
-from test_exactly_once import Endpoint, run_cli
-from test_join import T0, M, encode, order, pipeline_doc, user
 
 from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner
-from support.pipeline_docs import event_doc
+from support.cli import run_until_caught_up
+from support.clickhouse import Endpoint
+from support.join_events import T0, M, encode, order, orders_join_users_doc, user
+from support.pipeline_docs import event, event_doc
 
 pytestmark = pytest.mark.integration
 
 FUTURE = datetime(2099, 1, 1, tzinfo=timezone.utc)
 PAST = datetime(2001, 1, 1, tzinfo=timezone.utc)
 S = timedelta(seconds=1)
-
-
-def event(event_id: str, at: datetime, attempt: int = 0) -> dict:
-    return {
-        "event_id": event_id,
-        "type": "view",
-        "user": {"id": "u1", "name": "one"},
-        "tags": [],
-        "amount": 1.0,
-        "attempt": attempt,
-        "created_at": at.isoformat(),
-    }
 
 
 def produce_at(servers: str, topic: str, messages: list[tuple[int, dict, datetime]]) -> None:
@@ -166,7 +155,7 @@ def test_a_far_future_event_does_not_hide_later_join_matches(
     broker.create_topic(users_topic, 2)
     servers = broker.bootstrap_servers
     pipeline = parse_pipeline(
-        pipeline_doc(broker, chdb_path, tmp_path, unique_name, "inner", "10m")
+        orders_join_users_doc(broker, chdb_path, tmp_path, unique_name, "inner", "10m")
     )
     table = pipeline.sink.table
 
@@ -223,9 +212,9 @@ def test_a_crash_mid_way_gives_the_same_rows_and_dead_letters(broker, tmp_path, 
         sink={"max_batch_size": 100},
         runtime={"max_rows_per_batch": 200},
     )
-    crashed = run_cli(doc, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:3"})
+    crashed = run_until_caught_up(doc, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:3"})
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
-    resumed = run_cli(doc, tmp_path)
+    resumed = run_until_caught_up(doc, tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
 
     ep = Endpoint(data_dir)

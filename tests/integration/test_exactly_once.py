@@ -8,24 +8,21 @@ ClickHouse server mode runs against the chdb-backed HTTP endpoint in its own pro
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
-import clickhouse_connect
 import pytest
-import yaml
 
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
 from streamsift.embedded.clickhouse_faults import set_remote_faults
-from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.engine.runner import PipelineRunner
 from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
 from streamsift.sample_data.schema import EVENT_MAPPING
+from support.cli import run_until_caught_up
+from support.clickhouse import Endpoint, assert_each_event_once
 from support.pipeline_docs import event_doc
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -45,65 +42,11 @@ def pipeline_doc(
     )
 
 
-def run_cli(
-    doc: dict, tmp_path: Path, env: dict | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess:
-    path = tmp_path / "pipeline.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return subprocess.run(
-        [sys.executable, "-m", "streamsift.cli.main", "run", str(path), "--until-caught-up"],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-
-
-class Endpoint:
-    """The chdb-backed ClickHouse HTTP endpoint in its own process."""
-
-    def __init__(self, data_dir: Path, port: int = 0) -> None:
-        self.data_dir = data_dir
-        self.proc, self.port = spawn_server(data_dir, port, fault_endpoint=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def client(self):
-        return clickhouse_connect.get_client(host="127.0.0.1", port=self.port)
-
-    def count(self, table: str, where: str = "") -> int:
-        return int(
-            self.client.command(
-                f"SELECT count() FROM {table}" + (f" WHERE {where}" if where else "")
-            )
-        )
-
-    def kill(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
-
-
 @pytest.fixture
 def endpoint(tmp_path):
     ep = Endpoint(tmp_path / "server-data")
     yield ep
     ep.stop()
-
-
-def assert_exact(ep: Endpoint, table: str, truth: Truth) -> None:
-    assert ep.count(table) == truth.expected_unique
-    assert ep.count(table, "attempt > 0") == 0
-    assert (
-        int(ep.client.command(f"SELECT uniqExact(event_id) FROM {table}")) == truth.expected_unique
-    )
 
 
 @pytest.mark.parametrize("mode", ["embedded", "server"])
@@ -126,7 +69,7 @@ def test_kill_after_an_insert_then_restart_inserts_nothing_twice(
     temp = tmp_path / "temp"  # the runs' temp directory, to see what a kill leaves there
     temp.mkdir()
     try:
-        crashed = run_cli(
+        crashed = run_until_caught_up(
             doc, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:3", "TMPDIR": str(temp)}
         )
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
@@ -141,7 +84,7 @@ def test_kill_after_an_insert_then_restart_inserts_nothing_twice(
         assert 0 < partial < truth.expected_unique  # the crash happened mid-run
         if mode == "embedded":
             ep.stop()
-        resumed = run_cli(doc, tmp_path, env={"TMPDIR": str(temp)})
+        resumed = run_until_caught_up(doc, tmp_path, env={"TMPDIR": str(temp)})
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         # ... until the next run removed it; that run's own holds no file once it ended
         assert not left.exists()
@@ -149,7 +92,7 @@ def test_kill_after_an_insert_then_restart_inserts_nothing_twice(
         assert [p for p in own.rglob("*") if not p.is_dir()] == []
         if mode == "embedded":
             ep = Endpoint(data_dir)
-        assert_exact(ep, unique_name, truth)
+        assert_each_event_once(ep.port, unique_name, truth.expected_unique)
     finally:
         if ep is not None:
             ep.stop()
@@ -179,7 +122,7 @@ def test_existing_table_without_dedup_window_is_fixed_or_refused(
         create_table=False,
         on_missing_dedup_window="refuse",
     )
-    refused = run_cli(refuse, tmp_path)
+    refused = run_until_caught_up(refuse, tmp_path)
     assert refused.returncode == 1
     assert "non_replicated_deduplication_window" in refused.stderr
     assert f"ALTER TABLE `default`.`{unique_name}` MODIFY SETTING" in refused.stderr
@@ -188,14 +131,14 @@ def test_existing_table_without_dedup_window_is_fixed_or_refused(
     fix = pipeline_doc(
         broker, unique_name, unique_name, sink, tmp_path / "ckpt", create_table=False
     )
-    crashed = run_cli(fix, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:2"})
+    crashed = run_until_caught_up(fix, tmp_path, env={"STREAMSIFT_FAULT": "kill_after_insert:2"})
     assert crashed.returncode == -signal.SIGKILL
     assert "non_replicated_deduplication_window" in str(
         endpoint.client.command(f"SHOW CREATE TABLE {unique_name}")
     )
-    resumed = run_cli(fix, tmp_path)
+    resumed = run_until_caught_up(fix, tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert_exact(endpoint, unique_name, truth)
+    assert_each_event_once(endpoint.port, unique_name, truth.expected_unique)
 
 
 FAULTS = {
@@ -228,7 +171,7 @@ def test_clickhouse_failures_are_retried_until_it_recovers(
     set_remote_faults(endpoint.url, **FAULTS[fault])
     result = runner.run(until_caught_up=True)
     assert result.stats["written"] == truth.expected_unique
-    assert_exact(endpoint, unique_name, truth)
+    assert_each_event_once(endpoint.port, unique_name, truth.expected_unique)
     # what streamsift retried is counted (the metric clickhouse_retries): at least one retry
     # and no more than the failures injected (clickhouse_connect retries a failed read-only
     # query itself before streamsift sees it; here the faults meet run()'s table checks first)
@@ -256,7 +199,7 @@ def test_insert_retries_are_counted_where_the_metrics_read_them(
     runner.batch_writer.after_insert = fail_twice_after_the_first_insert
     result = runner.run(until_caught_up=True)
     assert armed and result.stats["written"] == truth.expected_unique
-    assert_exact(endpoint, unique_name, truth)
+    assert_each_event_once(endpoint.port, unique_name, truth.expected_unique)
     assert result.stats["retries"] == {"insert": 2}
     assert "insert" in runner.report()["stats"]["retries"]  # what status.json and /metrics get
 
@@ -299,17 +242,6 @@ def test_rows_clickhouse_refuses_go_to_the_dlq(broker, tmp_path, unique_name, en
     assert {key: payload for *_, key, payload in dlq} == sent
 
 
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 def _safe_count(ep: Endpoint, table: str) -> int:
     try:
         return ep.count(table)
@@ -344,26 +276,26 @@ def test_clickhouse_down_mid_run_then_back_catches_up_exactly(broker, tmp_path, 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
-        _wait_for(lambda: _safe_count(ep, unique_name) == expected_first, 180, "the first wave")
+        wait_for(lambda: _safe_count(ep, unique_name) == expected_first, 180, what="the first wave")
         ep.kill()
         produce(broker.bootstrap_servers, unique_name, events[3_000:])
         import time
 
         # the executors' inserts fail and back off meanwhile; the driver shows it
-        _wait_for(lambda: "does not answer" in (runner.stats.status or ""), 60, "an outage status")
+        wait_for(lambda: "does not answer" in (runner.stats.status or ""), 60, what="an outage status")
         time.sleep(3)
         assert not errors, errors
         ep = Endpoint(tmp_path / "server", port)
-        _wait_for(
+        wait_for(
             lambda: _safe_count(ep, unique_name) == truth.expected_unique,
             240,
-            "catch-up after recovery",
+            what="catch-up after recovery",
         )
-        _wait_for(lambda: runner.stats.status is None, 30, "the status cleared after recovery")
+        wait_for(lambda: runner.stats.status is None, 30, what="the status cleared after recovery")
         runner.stop()
         thread.join(120)
         assert not errors, errors
-        assert_exact(ep, unique_name, truth)
+        assert_each_event_once(ep.port, unique_name, truth.expected_unique)
     finally:
         runner.stop()
         ep.stop()
@@ -390,7 +322,7 @@ def test_clickhouse_down_at_start_is_waited_for_and_shown(broker, tmp_path, uniq
         target=lambda: result.append(runner.run(until_caught_up=True)), daemon=True
     )
     thread.start()
-    _wait_for(lambda: runner.stats.status is not None, 60, "a retry status")
+    wait_for(lambda: runner.stats.status is not None, 60, what="a retry status")
     assert "retrying" in runner.stats.status
     time.sleep(2)
     ep = Endpoint(tmp_path / "server", port)
@@ -398,6 +330,6 @@ def test_clickhouse_down_at_start_is_waited_for_and_shown(broker, tmp_path, uniq
         thread.join(240)
         assert result and result[0].stats["written"] == truth.expected_unique
         assert runner.stats.status is None  # cleared once ClickHouse answered again
-        assert_exact(ep, unique_name, truth)
+        assert_each_event_once(ep.port, unique_name, truth.expected_unique)
     finally:
         ep.stop()

@@ -24,11 +24,12 @@ from confluent_kafka import Producer
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
-from streamsift.embedded.clickhouse_server import spawn_server
 from streamsift.service.core import PipelineService
+from support.clickhouse import rows as endpoint_rows
 from support.paths import EXAMPLES
 from support.servers import ServerThread
-from support.service_pipeline import wait_for
+from support.service_pipeline import START_TIMEOUT_S
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 CH_PASSWORD = "gf-ch-secret-7Qx"
@@ -47,15 +48,6 @@ def glassflow(tmp_path_factory: pytest.TempPathFactory) -> Any:
         if home is not None:
             os.environ["HOME"] = home
     return etl
-
-
-@pytest.fixture(scope="module")
-def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """A ClickHouse HTTP endpoint (chdb) on a loopback port: GlassFlow sinks name a server."""
-    proc, port = spawn_server(tmp_path_factory.mktemp("gf-ch") / "clickhouse")
-    yield port
-    proc.terminate()
-    proc.wait(30)
 
 
 @pytest.fixture(scope="module")
@@ -115,14 +107,7 @@ def produce(broker: Broker, topic: str, values: list[bytes]) -> None:
 
 
 def rows(port: int, table: str) -> tuple[int, int]:
-    client = ch_client(port)
-    try:
-        total, distinct = client.query(
-            f"SELECT count(), uniqExact(event_id) FROM {table}"
-        ).result_rows[0]
-        return int(total), int(distinct)
-    finally:
-        client.close()
+    return endpoint_rows(port, table, password=CH_PASSWORD)
 
 
 def status(pipeline: Any) -> str:
@@ -152,7 +137,7 @@ def test_glassflow_sdk_runs_a_dedup_pipeline_through_its_lifecycle(
     pipeline = client.create_pipeline(config)
     with pytest.raises(glassflow.errors.PipelineAlreadyExistsError):
         client.create_pipeline(config)
-    wait_for("Running", lambda: status(pipeline) == "Running")
+    wait_for(lambda: status(pipeline) == "Running", START_TIMEOUT_S, what="Running")
     assert pipeline_id in [p.id for p in service.list()]  # visible natively too
 
     listed = {p["pipeline_id"]: p for p in client.list_pipelines()}
@@ -169,9 +154,9 @@ def test_glassflow_sdk_runs_a_dedup_pipeline_through_its_lifecycle(
     assert versioned.status_code == 400 and "schema versions" in versioned.json()["message"]
 
     # exactly once: every event once, the duplicates dropped, the bad messages in the DLQ
-    wait_for("100 rows", lambda: rows(clickhouse, table)[0] >= 100)
+    wait_for(lambda: rows(clickhouse, table)[0] >= 100, START_TIMEOUT_S, what="100 rows")
     dlq = fetched.dlq
-    wait_for("3 dead letters", lambda: dlq.state()["total_messages"] >= 3)
+    wait_for(lambda: dlq.state()["total_messages"] >= 3, START_TIMEOUT_S, what="3 dead letters")
     assert rows(clickhouse, table) == (100, 100)
     state = dlq.state()
     assert (state["total_messages"], state["unconsumed_messages"]) == (3, 3)
@@ -192,26 +177,26 @@ def test_glassflow_sdk_runs_a_dedup_pipeline_through_its_lifecycle(
 
     # stop, then resume from the checkpoint: new events once, old ones not again
     pipeline.stop()
-    wait_for("Stopped", lambda: status(pipeline) == "Stopped")
+    wait_for(lambda: status(pipeline) == "Stopped", START_TIMEOUT_S, what="Stopped")
     with pytest.raises(glassflow.errors.PipelineAlreadyInStateError):
         pipeline.stop()
     produce(broker, topic, [user_event(i) for i in range(50, 150)] * 2)
     pipeline.resume()
-    wait_for("150 rows", lambda: rows(clickhouse, table)[0] >= 150)
-    wait_for("Running", lambda: status(pipeline) == "Running")
+    wait_for(lambda: rows(clickhouse, table)[0] >= 150, START_TIMEOUT_S, what="150 rows")
+    wait_for(lambda: status(pipeline) == "Running", START_TIMEOUT_S, what="Running")
     with pytest.raises(glassflow.errors.PipelineDeletionStateViolationError):
         pipeline.delete()
 
     # edit a stopped pipeline (the SDK reads it back, patches it, posts it; it resumes)
     pipeline.stop()
-    wait_for("Stopped", lambda: status(pipeline) == "Stopped")
+    wait_for(lambda: status(pipeline) == "Stopped", START_TIMEOUT_S, what="Stopped")
     pipeline.update({"sink": {"max_batch_size": 500}})
-    wait_for("Running after the edit", lambda: status(pipeline) == "Running")
+    wait_for(lambda: status(pipeline) == "Running", START_TIMEOUT_S, what="Running after the edit")
     assert client.get_pipeline(pipeline_id).config.sink.max_batch_size == 500
     assert rows(clickhouse, table) == (150, 150)
 
     pipeline.stop(terminate=True)
-    wait_for("Stopped", lambda: status(pipeline) == "Stopped")
+    wait_for(lambda: status(pipeline) == "Stopped", START_TIMEOUT_S, what="Stopped")
     pipeline.delete()
     with pytest.raises(glassflow.errors.PipelineNotFoundError):
         client.get_pipeline(pipeline_id)
@@ -263,12 +248,16 @@ def test_glassflow_sdk_runs_a_join_pipeline_exactly_through_stop_and_resume(
     assert fetched.config.join.output_fields[2].output_name == "user_name"
     listed = {p["pipeline_id"]: p for p in client.list_pipelines()}
     assert listed[pipeline_id]["transformation_type"] == "Join & Deduplication"
-    wait_for("Running", lambda: status(pipeline) == "Running")
+    wait_for(lambda: status(pipeline) == "Running", START_TIMEOUT_S, what="Running")
 
     # every order once, joined with its user; the bad messages in the DLQ
-    wait_for("20 joined rows", lambda: joined_rows(clickhouse, table)[0] >= 20)
+    wait_for(
+        lambda: joined_rows(clickhouse, table)[0] >= 20,
+        START_TIMEOUT_S,
+        what="20 joined rows",
+    )
     dlq = fetched.dlq
-    wait_for("2 dead letters", lambda: dlq.state()["total_messages"] >= 2)
+    wait_for(lambda: dlq.state()["total_messages"] >= 2, START_TIMEOUT_S, what="2 dead letters")
     assert joined_rows(clickhouse, table) == (20, 20, 20)
     assert dlq.state()["unconsumed_messages"] == 2
     letters = dlq.consume(batch_size=5)
@@ -277,26 +266,30 @@ def test_glassflow_sdk_runs_a_join_pipeline_exactly_through_stop_and_resume(
     dlq.purge()
     assert dlq.state()["total_messages"] == 0
     wait_for(  # seen natively too: 47 read (42 orders, 5 users), 20 re-sends dropped
-        "the status to count the duplicates",
         lambda: service.status(pipeline_id).duplicates == 20,
-        timeout=60,
+        60,
+        what="the status to count the duplicates",
     )
 
     # stop; orders arrive meanwhile (each twice); resume: joined with the users held in the
     # join's state, each once
     pipeline.stop()
-    wait_for("Stopped", lambda: status(pipeline) == "Stopped")
+    wait_for(lambda: status(pipeline) == "Stopped", START_TIMEOUT_S, what="Stopped")
     produce(broker, topics["orders"], [order(i) for i in range(20, 30)] * 2)
     pipeline.resume()
-    wait_for("Running again", lambda: status(pipeline) == "Running")
-    wait_for("30 joined rows", lambda: joined_rows(clickhouse, table)[0] >= 30)
+    wait_for(lambda: status(pipeline) == "Running", START_TIMEOUT_S, what="Running again")
+    wait_for(
+        lambda: joined_rows(clickhouse, table)[0] >= 30,
+        START_TIMEOUT_S,
+        what="30 joined rows",
+    )
     assert joined_rows(clickhouse, table) == (30, 30, 30)
     with pytest.raises(glassflow.errors.InvalidStatusTransitionError) as refused:
         pipeline.update({"sink": {"max_batch_size": 500}})  # no edit while running
     assert "must be stopped" in str(refused.value)
 
     pipeline.stop(terminate=True)
-    wait_for("Stopped", lambda: status(pipeline) == "Stopped")
+    wait_for(lambda: status(pipeline) == "Stopped", START_TIMEOUT_S, what="Stopped")
     pipeline.delete()
     assert pipeline_id not in {p["pipeline_id"] for p in client.list_pipelines()}
     assert joined_rows(clickhouse, table) == (30, 30, 30)

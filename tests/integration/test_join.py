@@ -17,22 +17,9 @@ import pytest
 from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner
 from streamsift.spark_host.query_conf import JOIN_STATE_FORMAT
-from support.pipeline_docs import fields, join_doc, join_source, mapping
+from support.join_events import MS, T0, H, M, encode, order, orders_join_users_doc, user
 
 pytestmark = pytest.mark.integration
-
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-MS = timedelta(milliseconds=1)
-H, M = timedelta(hours=1), timedelta(minutes=1)
-
-
-def order(oid: str, user: str, at: datetime, amount: float = 1.0) -> dict:
-    return {"order_id": oid, "user_id": user, "amount": amount, "ts": at.isoformat()}
-
-
-def user(uid: str, name: str, at: datetime) -> dict:
-    return {"user": {"id": uid, "name": name}, "ts": at.isoformat()}
-
 
 # case -> (orders, users, expected inner pairs as (order_id, name))
 CASES: dict[str, tuple[list[dict], list[dict], set[tuple[str, str]]]] = {
@@ -53,66 +40,6 @@ CASES: dict[str, tuple[list[dict], list[dict], set[tuple[str, str]]]] = {
     ),
     "no_match": ([order("o9", "u9", T0)], [], set()),
 }
-
-
-def pipeline_doc(broker, chdb_path, tmp_path, name: str, how: str, lateness: str) -> dict:
-    """Orders join users as the module docstring says, both sides deduplicated."""
-    return join_doc(
-        name=f"{name}-{how}".replace("_", "-")[:90],
-        sources=[
-            join_source(
-                "orders",
-                f"{name}_orders",
-                fields(
-                    ("order_id", "string"),
-                    ("user_id", "string"),
-                    ("amount", "float"),
-                    ("ts", "timestamp"),
-                ),
-                event_time="ts",
-                dedup={"key": "order_id", "time_window": "1h"},
-                bootstrap_servers=broker.bootstrap_servers,
-            ),
-            join_source(
-                "users",
-                f"{name}_users",
-                fields(("user.id", "string"), ("user.name", "string"), ("ts", "timestamp")),
-                event_time="ts",
-                dedup={"key": ["user.id", "user.name"], "time_window": "1h"},
-                bootstrap_servers=broker.bootstrap_servers,
-            ),
-        ],
-        join={
-            "type": how,
-            "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
-            "right": {"source": "users", "key": "user.id", "time_window": "30m"},
-            "output": [
-                {"from": "left", "field": "order_id"},
-                {"from": "left", "field": "amount"},
-                {"from": "right", "field": "user.name", "as": "name"},
-                {"from": "left", "field": "ts", "as": "order_ts"},
-            ],
-            "allowed_lateness": lateness,
-        },
-        clickhouse={"path": str(chdb_path)},
-        table=f"{name}_{how}",
-        sink={"create_table": True},
-        mapping=mapping(
-            ("order_id", "order_id", "String"),
-            ("amount", "amount", "Float64"),
-            ("name", "name", "Nullable(String)"),
-            ("order_ts", "order_ts", "DateTime64(3, 'UTC')"),
-        ),
-        checkpoint_dir=tmp_path / how,
-    )
-
-
-def encode(docs: list[dict], key: str) -> list[tuple[bytes, bytes]]:
-    out = []
-    for d in docs:
-        k = d["user"]["id"] if key == "user" else d[key]
-        out.append((k.encode(), json.dumps(d).encode()))
-    return out
 
 
 def join_state_format(runner: PipelineRunner) -> str:
@@ -147,7 +74,7 @@ def test_join_cases(how, broker, chdb_path, tmp_path, unique_name, produce_messa
     users = [u for _, us, _ in CASES.values() for u in us]
     produce_messages(orders_topic, encode(orders, "order_id") + [(b"x", b"{not json")])
     produce_messages(users_topic, encode(users, "user") + [(b"y", b"[1, 2]")])
-    doc = pipeline_doc(broker, chdb_path, tmp_path, unique_name, how, "10m")
+    doc = orders_join_users_doc(broker, chdb_path, tmp_path, unique_name, how, "10m")
     pipeline = parse_pipeline(doc)
     table = pipeline.sink.table
 
@@ -209,7 +136,7 @@ def test_join_state_on_the_heap_is_exact_and_kept_by_the_checkpoint(
     users = [u for _, us, _ in CASES.values() for u in us]
     produce_messages(orders_topic, encode(orders, "order_id"))
     produce_messages(users_topic, encode(users, "user"))
-    doc = pipeline_doc(broker, chdb_path, tmp_path, unique_name, "inner", "10m")
+    doc = orders_join_users_doc(broker, chdb_path, tmp_path, unique_name, "inner", "10m")
     doc["runtime"]["state_store"] = "memory"
     pipeline = parse_pipeline(doc)
     runner = PipelineRunner(pipeline)
@@ -299,7 +226,7 @@ def reference_join(orders, order_where, users, user_where, w_left, w_right, dedu
 
 
 def big_pipeline(broker, chdb_path, tmp_path, name: str, topics: str, max_rows: int | None):
-    doc = pipeline_doc(broker, chdb_path, tmp_path, name, "inner", "1h")
+    doc = orders_join_users_doc(broker, chdb_path, tmp_path, name, "inner", "1h")
     orders_src, users_src = doc["sources"]
     orders_src["topic"], users_src["topic"] = f"{topics}_orders", f"{topics}_users"
     users_src["schema"]["fields"].insert(0, {"name": "event_id", "type": "string"})

@@ -32,10 +32,11 @@ import time
 from datetime import datetime, timezone
 
 import pytest
-from test_join import T0, H, M, encode, order, pipeline_doc, user
 
 from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner
+from support.join_events import T0, H, M, encode, order, orders_join_users_doc, user
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -122,11 +123,13 @@ class LiveRun:
         return self
 
     def wait(self, what: str, done, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not done():
+        def check() -> bool:
+            if done():
+                return True
             assert self.thread.is_alive(), f"the run ended while waiting for {what}"
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
-            time.sleep(0.3)
+            return False
+
+        wait_for(check, timeout, what=what, interval=0.3)
 
     def __exit__(self, *exc) -> None:
         self.runner.stop()
@@ -142,7 +145,7 @@ def test_restart_with_one_sided_first_batch_keeps_the_other_sides_events(
         name = f"{unique_name}_{mode}"
         broker.create_topic(f"{name}_orders", 2)
         broker.create_topic(f"{name}_users", 2)
-        doc = pipeline_doc(broker, chdb_path, tmp_path, name, "inner", "10m")
+        doc = orders_join_users_doc(broker, chdb_path, tmp_path, name, "inner", "10m")
         doc["runtime"]["checkpoint_dir"] = str(tmp_path / mode)
         pipelines[mode] = parse_pipeline(doc)
 

@@ -16,6 +16,7 @@ from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from support.otlp import EXAMPLES, http_exporters, send_spans
 from support.servers import ServerThread
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +76,8 @@ def test_service_receives_otlp_for_its_pipelines_on_the_bundled_broker(tmp_path)
         finally:  # the server leaves pipelines running for the next one: stop them
             for record in service.list():
                 service.stop(record.id)
-            deadline = time.monotonic() + 120
-            while any(r.state.value != "Stopped" for r in service.list()):
-                assert time.monotonic() < deadline, [r.state for r in service.list()]
-                time.sleep(0.5)
+            wait_for(
+                lambda: all(r.state.value == "Stopped" for r in service.list()),
+                120,
+                what="every pipeline stopped",
+            )

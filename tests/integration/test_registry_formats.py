@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import struct
 import threading
-import time
 import uuid
 
 import pytest
@@ -28,6 +27,7 @@ from support.registry_messages import (
     proto_serializer,
     serialize,
 )
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -85,19 +85,6 @@ def run_live(runner: PipelineRunner, done, timeout: float = 180.0) -> threading.
     return thread
 
 
-def wait_for(check, timeout: float = 180.0) -> None:
-    """Until `check()` holds; a table not created yet counts as not yet."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if check():
-                return
-        except SinkError:
-            pass
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.5)
-
-
 def test_avro_fields_from_registry_exact_rows_dlq_and_evolution_mid_stream(
     broker, chdb_path, tmp_path, unique_name, produce_messages, schema_registry
 ):
@@ -130,14 +117,14 @@ def test_avro_fields_from_registry_exact_rows_dlq_and_evolution_mid_stream(
     store = DlqQueries(runner.writer, pipeline.dlq_table)
     thread = run_live(runner, None)
     try:
-        wait_for(lambda: runner.writer.count(topic) >= 30)
+        wait_for(lambda: runner.writer.count(topic) >= 30, 180, what="30 rows", ignoring=SinkError)
         # a producer registers a new schema (one more optional field) while the pipeline runs
         later = [
             (f"n{i}".encode(), serialize(v2, topic, avro_order(i, True))) for i in range(30, 40)
         ]
         assert struct.unpack(">I", later[0][1][1:5])[0] != good_id
         produce_messages(topic, later)
-        wait_for(lambda: runner.writer.count(topic) >= 40)
+        wait_for(lambda: runner.writer.count(topic) >= 40, 180, what="40 rows", ignoring=SinkError)
     finally:
         runner.stop()
         thread.join(120)
@@ -211,13 +198,13 @@ def test_protobuf_rows_exact_with_a_field_added_mid_stream(
     runner = PipelineRunner(pipeline, base_dir=tmp_path)
     thread = run_live(runner, None)
     try:
-        wait_for(lambda: runner.writer.count(topic) >= 20)
+        wait_for(lambda: runner.writer.count(topic) >= 20, 180, what="20 rows", ignoring=SinkError)
         new = proto_serializer(schema_registry.url, new_cls)
         produce_messages(
             topic,
             [(None, serialize(new, topic, proto_order(new_cls, i, True))) for i in range(20, 30)],
         )
-        wait_for(lambda: runner.writer.count(topic) >= 30)
+        wait_for(lambda: runner.writer.count(topic) >= 30, 180, what="30 rows", ignoring=SinkError)
     finally:
         runner.stop()
         thread.join(120)

@@ -16,7 +16,6 @@ import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import clickhouse_connect
 import pytest
 from confluent_kafka import Producer
 
@@ -25,7 +24,9 @@ from streamsift.errors import ConflictError
 from streamsift.service.core import PipelineService
 from streamsift.service.lifecycle import State
 from streamsift.spark_host.processes import kill_pid_tree
-from support.service_pipeline import pipeline_doc, produce, wait_for
+from support.clickhouse import rows as endpoint_rows
+from support.service_pipeline import START_TIMEOUT_S, pipeline_doc, produce
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -35,17 +36,7 @@ CH_PASSWORD = "ch-secret-Vq93"
 def rows(service: PipelineService, chdb: Path, table: str) -> tuple[int, int]:
     """(rows, distinct event ids) of a table in the embedded ClickHouse, via its endpoint."""
     host, port = service.endpoints.address(chdb)
-    client = clickhouse_connect.get_client(host=host, port=port)
-    try:
-        exists = client.command(f"EXISTS TABLE {table}")
-        if not int(exists):
-            return (0, 0)
-        total, distinct = client.query(
-            f"SELECT count(), uniqExact(event_id) FROM {table}"
-        ).result_rows[0]
-        return int(total), int(distinct)
-    finally:
-        client.close()
+    return endpoint_rows(port, table, host=host)
 
 
 def in_state(service: PipelineService, pipeline_id: str, state: State) -> Callable[[], bool]:
@@ -83,8 +74,12 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
     clickhouse = {"path": str(chdb), "password": CH_PASSWORD}
     record = service.create(pipeline_doc(name, broker, clickhouse))
     assert record.state is State.CREATED
-    wait_for("Running", in_state(service, name, State.RUNNING))
-    wait_for("100 rows", lambda: rows(service, chdb, "svc_main") == (100, 100))
+    wait_for(in_state(service, name, State.RUNNING), START_TIMEOUT_S, what="Running")
+    wait_for(
+        lambda: rows(service, chdb, "svc_main") == (100, 100),
+        START_TIMEOUT_S,
+        what="100 rows",
+    )
 
     # a second pipeline whose ClickHouse refuses connections fails alone, readably
     closed_port = free_port()
@@ -93,7 +88,7 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
     )
     broker.create_topic("svc-bad", 1)
     service.create(bad)
-    wait_for("svc-bad Failed", in_state(service, "svc-bad", State.FAILED))
+    wait_for(in_state(service, "svc-bad", State.FAILED), START_TIMEOUT_S, what="svc-bad Failed")
     failed = service.get("svc-bad")
     assert failed.error is not None and f"127.0.0.1:{closed_port}" in failed.error
     assert failed.error_at is not None
@@ -101,12 +96,16 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
 
     # ... while the first one goes on: exactly once
     produce(broker, name, range(100, 150))
-    wait_for("150 rows", lambda: rows(service, chdb, "svc_main") == (150, 150))
+    wait_for(
+        lambda: rows(service, chdb, "svc_main") == (150, 150),
+        START_TIMEOUT_S,
+        what="150 rows",
+    )
     assert service.get(name).state is State.RUNNING
     wait_for(
-        "the status to count them",
         lambda: service.status(name).written == 150 and service.status(name).read == 301,
-        timeout=30,
+        30,
+        what="the status to count them",
     )
     status = service.status(name)
     assert (status.duplicates, status.dlq) == (150, 1)
@@ -130,11 +129,15 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
 
     # stop, produce more while stopped, resume: exact
     assert service.stop(name).state is State.STOPPING
-    wait_for("Stopped", in_state(service, name, State.STOPPED))
+    wait_for(in_state(service, name, State.STOPPED), START_TIMEOUT_S, what="Stopped")
     produce(broker, name, range(150, 200))
     assert service.resume(name).state is State.RESUMING
-    wait_for("Running again", in_state(service, name, State.RUNNING))
-    wait_for("200 rows", lambda: rows(service, chdb, "svc_main") == (200, 200))
+    wait_for(in_state(service, name, State.RUNNING), START_TIMEOUT_S, what="Running again")
+    wait_for(
+        lambda: rows(service, chdb, "svc_main") == (200, 200),
+        START_TIMEOUT_S,
+        what="200 rows",
+    )
     states = [c.to_state.value for c in service.history(name)]
     assert states == ["Created", "Running", "Stopping", "Stopped", "Resuming", "Running"]
 
@@ -214,9 +217,17 @@ def test_after_the_server_is_killed_pipelines_are_adopted_or_restarted_exactly(
     second.start()
     try:
         assert worker_pid is not None and second.supervisor.is_running(name)
-        wait_for("100 rows", lambda: rows(second, chdb, "svc_restart") == (100, 100))
+        wait_for(
+            lambda: rows(second, chdb, "svc_restart") == (100, 100),
+            START_TIMEOUT_S,
+            what="100 rows",
+        )
         produce(broker, name, range(100, 150))
-        wait_for("150 rows", lambda: rows(second, chdb, "svc_restart") == (150, 150))
+        wait_for(
+            lambda: rows(second, chdb, "svc_restart") == (150, 150),
+            START_TIMEOUT_S,
+            what="150 rows",
+        )
         assert second.status(name).pid == worker_pid
     finally:
         second.close()  # the worker keeps running ...
@@ -227,7 +238,11 @@ def test_after_the_server_is_killed_pipelines_are_adopted_or_restarted_exactly(
     third = PipelineService(data_dir)
     third.start()
     try:
-        wait_for("200 rows", lambda: rows(third, chdb, "svc_restart") == (200, 200))
+        wait_for(
+            lambda: rows(third, chdb, "svc_restart") == (200, 200),
+            START_TIMEOUT_S,
+            what="200 rows",
+        )
         assert third.database.worker_pid(name) not in (None, worker_pid)
         assert third.get(name).state is State.RUNNING
         notes = [c.note or "" for c in third.history(name)]

@@ -4,25 +4,19 @@ line naming host:port; SIGTERM during the wait ends the run at once; no urllib3 
 from __future__ import annotations
 
 import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from support.cli import start_streamsift, streamsift
+from support.clickhouse import count
 from support.paths import REPO
+from support.ports import closed_port
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def closed_port() -> int:
-    """A port nothing listens on: bound, then closed again."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pipeline_file(tmp_path: Path, port: int, connect_timeout: str) -> Path:
@@ -36,20 +30,9 @@ def pipeline_file(tmp_path: Path, port: int, connect_timeout: str) -> Path:
     return path
 
 
-def start_run(path: Path, tmp_path: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "streamsift.cli.main", "run", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=(tmp_path / "stderr").open("w"),
-        text=True,
-        cwd=REPO,
-        start_new_session=True,
-    )
-
-
 def test_unreachable_clickhouse_fails_after_connect_timeout_with_one_line(tmp_path):
     port = closed_port()
-    proc = start_run(pipeline_file(tmp_path, port, "2s"), tmp_path)
+    proc = start_streamsift("run", str(pipeline_file(tmp_path, port, "2s")), out=tmp_path)
     code = proc.wait(timeout=120)
     stderr = (tmp_path / "stderr").read_text()
     assert code == 1, stderr
@@ -64,12 +47,15 @@ def test_unreachable_clickhouse_fails_after_connect_timeout_with_one_line(tmp_pa
 
 def test_sigterm_during_the_start_up_wait_stops_at_once(tmp_path):
     port = closed_port()
-    proc = start_run(pipeline_file(tmp_path, port, "10m"), tmp_path)
+    proc = start_streamsift("run", str(pipeline_file(tmp_path, port, "10m")), out=tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while "running" not in (tmp_path / "stderr").read_text():
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_for(
+            lambda: "running" in (tmp_path / "stderr").read_text(),
+            60,
+            what="the run's start",
+            proc=proc,
+            interval=0.1,
+        )
         time.sleep(1.5)  # inside the retry loop's back-off by now
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)  # far below the 10 minutes it would otherwise wait
@@ -109,7 +95,7 @@ def test_sigterm_while_inserts_retry_leaves_the_batch_uncommitted(broker, tmp_pa
     path = tmp_path / "pipeline.yaml"
     path.write_text(yaml.safe_dump(doc))
     spark_dir = tmp_path / "checkpoint" / "spark"
-    proc = start_run(path, tmp_path)
+    proc = start_streamsift("run", str(path), out=tmp_path)
     try:
         deadline = time.monotonic() + 240
         while not (spark_dir / "metadata").exists():  # the query runs (no data yet)
@@ -139,18 +125,9 @@ def test_sigterm_while_inserts_retry_leaves_the_batch_uncommitted(broker, tmp_pa
 
     server, port = spawn_server(ch_data, port)
     try:
-        rerun = subprocess.run(
-            [sys.executable, "-m", "streamsift.cli.main", "run", str(path), "--until-caught-up"],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=300,
-        )
+        rerun = streamsift("run", str(path), "--until-caught-up")
         assert rerun.returncode == 0, rerun.stderr
-        import clickhouse_connect
-
-        client = clickhouse_connect.get_client(host="127.0.0.1", port=port)
-        assert client.command("SELECT count() FROM users_dedup") == truth.expected_unique
+        assert count(port, "users_dedup") == truth.expected_unique
     finally:
         server.terminate()
         server.wait()

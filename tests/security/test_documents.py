@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from security.conftest import Serve
+from support.servers import Serve
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,8 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.security.conftest import Serve
+
+from support.servers import Serve
 
 FIELDS = [
     {"name": "name", "type": "string"},

@@ -25,8 +25,9 @@ import pytest
 import yaml
 
 from support.paths import REPO
+from support.servers import Serve
 
-from .conftest import TOKEN, Serve
+from .conftest import TOKEN
 
 PIPELINES = "/api/v1/pipelines"
 EVIL = "https://evil.example"

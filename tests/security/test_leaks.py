@@ -27,8 +27,8 @@ import pytest
 import yaml
 
 from support.paths import REPO
-
-from .conftest import Serve
+from support.servers import Serve
+from support.waiting import wait_for
 
 SECRET = "TOPSECRET-internal-7f3a"
 
@@ -555,14 +555,12 @@ def test_native_delete_removes_the_glassflow_copy(client: httpx.Client, open_ser
     created = client.post("/api/v1/pipelines", json=doc)
     assert created.status_code == 201, created.text
     client.post("/api/v1/pipelines/gf-copy/terminate")
-    deadline = time.monotonic() + 120
-    while client.get("/api/v1/pipelines/gf-copy").json()["state"] not in (
-        "Stopped",
-        "Terminated",
-        "Failed",
-    ):
-        assert time.monotonic() < deadline, client.get("/api/v1/pipelines/gf-copy").text
-        time.sleep(0.5)
+    wait_for(
+        lambda: client.get("/api/v1/pipelines/gf-copy").json()["state"]
+        in ("Stopped", "Terminated", "Failed"),
+        120,
+        what="gf-copy at rest",
+    )
     renamed = client.patch("/api/v1/pipeline/gf-copy", json={"name": "Display name"})
     assert renamed.status_code == 200, renamed.text
     copy_file = open_server.data_dir / "glassflow" / "gf-copy.json"

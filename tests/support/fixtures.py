@@ -15,6 +15,7 @@ import pytest
 from streamsift.config import parse_pipeline
 from streamsift.config.models import Pipeline
 from streamsift.embedded.broker import Broker
+from streamsift.embedded.clickhouse_server import spawn_server
 from support.pipeline_docs import event_doc
 
 
@@ -89,6 +90,16 @@ def produce_messages(broker: Broker) -> Callable[..., list[tuple[int, int]]]:
         return [where[i] for i in range(len(messages))]
 
     return produce
+
+
+@pytest.fixture(scope="module")
+def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A ClickHouse server for one module (the chdb-backed HTTP endpoint in a process of its
+    own) on a loopback port: the pipelines write into it and the tests read it. Its port."""
+    proc, port = spawn_server(tmp_path_factory.mktemp("clickhouse") / "clickhouse")
+    yield port
+    proc.terminate()
+    proc.wait(30)
 
 
 @pytest.fixture(scope="session")

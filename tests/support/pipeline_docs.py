@@ -11,6 +11,7 @@ Importable from any test module (pytest puts tests/ on sys.path for tests/confte
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,19 @@ def pipeline_doc(
         }
     doc.update(top)
     return doc
+
+
+def event(event_id: str, at: datetime, attempt: int = 0) -> dict[str, Any]:
+    """One event of the generator's schema (what `event_doc`'s pipelines read), at `at`."""
+    return {
+        "event_id": event_id,
+        "type": "view",
+        "user": {"id": "u1", "name": "one"},
+        "tags": [],
+        "amount": 1.0,
+        "attempt": attempt,
+        "created_at": at.isoformat(),
+    }
 
 
 def event_doc(

@@ -1,13 +1,14 @@
-"""Loopback ports for test servers."""
+"""Loopback ports for test servers: the product's `free_port` (bound by the OS, closed again),
+and `closed_port`, the same thing named for what a test wants of it."""
 
 from __future__ import annotations
 
-import socket
+from streamsift.embedded.broker import free_port
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on: bound by the OS, then closed again. Free now; a
-    server started next can take it, and a client sent there meets a refused connection."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def closed_port() -> int:
+    """A loopback port nothing listens on: a client sent there meets a refused connection."""
+    return free_port()
+
+
+__all__ = ["closed_port", "free_port"]

@@ -1,18 +1,16 @@
 """What the service and API pipeline tests share: the small dedup pipeline they run, its
-events, and waiting for a condition (a pipeline start costs a Spark start-up)."""
+events, and how long a pipeline's start may take (a Spark start-up)."""
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Producer
 
 from streamsift.embedded.broker import Broker
 
-START_TIMEOUT_S = 240
+START_TIMEOUT_S = 240  # for a pipeline to run, or its first rows: a Spark driver starts first
 
 
 def pipeline_doc(
@@ -63,10 +61,3 @@ def produce(
         producer.produce(topic, key=b"bad", value=raw)
     assert producer.flush(30) == 0
 
-
-def wait_for(what: str, check: Callable[[], bool], timeout: float = START_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,17 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from streamsift.spark_host import processes
+from support.ports import free_port
 
 # The master drops a worker it has not heard from for this long (Spark's default is 60 s).
 WORKER_TIMEOUT_S = 8
 # What a driver on this machine needs to reach the cluster over loopback only.
 LOOPBACK_DRIVER_CONF = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spark_home() -> Path:

@@ -12,10 +12,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+import tomllib
+
+from support.paths import REPO
+
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 # contract name -> (module the probe is written as, the import it makes)

@@ -3,15 +3,15 @@ pipeline running with rows written and duplicates dropped; SIGTERM stops it all,
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from support.servers import Serve
 
 from .conftest import open_page, shot
 
@@ -29,22 +29,11 @@ def test_serve_demo_shows_a_running_pipeline_with_rows_and_duplicates(
     browser: Any, tmp_path: Path
 ) -> None:
     log = tmp_path / "serve.log"
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamsift.cli.main", "serve", "--demo", "--port", "0"]
-            + ["--data-dir", str(tmp_path / "data")],
-            stderr=err,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    serve = Serve(tmp_path / "data", log, ["--demo"])
     try:
-        deadline = time.monotonic() + 90
-        while "listening on" not in log.read_text():
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"serve --demo did not listen: {log.read_text()}"
-            time.sleep(0.2)
+        url = serve.start(wait_ready=False, listen_timeout=90).url
         text = log.read_text()
         assert "demo: broker at 127.0.0.1:" in text and "pipeline demo-dedup" in text
-        url = next(x for x in text.splitlines() if x.startswith("listening on")).split()[2]
 
         with open_page(browser, url, 1280, 900) as page:
             page.goto("/")
@@ -60,6 +49,8 @@ def test_serve_demo_shows_a_running_pipeline_with_rows_and_duplicates(
             page.wait_for_timeout(6_000)  # a few points on the charts
             shot(page, "demo-pipeline")
     finally:
+        proc = serve.proc
+        assert proc is not None
         proc.send_signal(signal.SIGTERM)
         try:
             code = proc.wait(120)

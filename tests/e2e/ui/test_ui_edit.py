@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ import pytest
 from confluent_kafka import Producer
 
 from streamsift.embedded.broker import Broker
-from streamsift.embedded.clickhouse_server import spawn_server
 
 from .conftest import (
     deploy_from_review,
@@ -180,22 +178,11 @@ def test_edit_a_stopped_pipeline_then_replay_its_dead_letters_and_purge(
     expect(page.locator("[data-figure=table-rows]")).to_have_text(str(total))
 
 
-@pytest.fixture
-def clickhouse_server(tmp_path: Path) -> Iterator[int]:
-    """A ClickHouse HTTP endpoint (chdb behind HTTP) the test creates a table in; its port."""
-    proc, port = spawn_server(tmp_path / "clickhouse-server")
-    try:
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(30)
-
-
 def test_wizard_maps_onto_an_existing_table_after_a_type_warning(
-    page: Any, broker: Broker, unique_name: str, clickhouse_server: int
+    page: Any, broker: Broker, unique_name: str, clickhouse: int
 ) -> None:
     topic, table = unique_name, f"existing_{unique_name}"
-    client = clickhouse_connect.get_client(host="127.0.0.1", port=clickhouse_server)
+    client = clickhouse_connect.get_client(host="127.0.0.1", port=clickhouse)
     client.command(
         f"CREATE TABLE {table} (event_id String, user_id UInt32, user_name String, n Int64, "
         "created_at DateTime64(3, 'UTC'), loaded_at DateTime DEFAULT now()) "
@@ -220,7 +207,7 @@ def test_wizard_maps_onto_an_existing_table_after_a_type_warning(
         next_step(page, title)
     page.get_by_label("A ClickHouse server (HTTP port)").check()
     page.get_by_label("Host", exact=True).fill("127.0.0.1")
-    page.get_by_label("HTTP port", exact=True).fill(str(clickhouse_server))
+    page.get_by_label("HTTP port", exact=True).fill(str(clickhouse))
     page.get_by_role("button", name="Test connection").click()
     expect(
         page.get_by_text(re.compile(r"Connected: ClickHouse .*database default"))

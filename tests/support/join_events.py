@@ -1,0 +1,83 @@
+"""The join tests' orders and users: orders (left, key `user_id`) join users (right, key
+`user.id`); a right event at tr matches a left event at tl when tl - 30m <= tr <= tl + 1h
+(right.time_window 30m, left 1h)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+from support.pipeline_docs import fields, join_doc, join_source, mapping
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+MS = timedelta(milliseconds=1)
+H, M = timedelta(hours=1), timedelta(minutes=1)
+
+
+def order(oid: str, user: str, at: datetime, amount: float = 1.0) -> dict:
+    return {"order_id": oid, "user_id": user, "amount": amount, "ts": at.isoformat()}
+
+
+def user(uid: str, name: str, at: datetime) -> dict:
+    return {"user": {"id": uid, "name": name}, "ts": at.isoformat()}
+
+
+def orders_join_users_doc(broker, chdb_path, tmp_path, name: str, how: str, lateness: str) -> dict:
+    """Orders join users as the module docstring says, both sides deduplicated; `how` the
+    join's type, `lateness` its allowed lateness, into table `name`_`how`."""
+    return join_doc(
+        name=f"{name}-{how}".replace("_", "-")[:90],
+        sources=[
+            join_source(
+                "orders",
+                f"{name}_orders",
+                fields(
+                    ("order_id", "string"),
+                    ("user_id", "string"),
+                    ("amount", "float"),
+                    ("ts", "timestamp"),
+                ),
+                event_time="ts",
+                dedup={"key": "order_id", "time_window": "1h"},
+                bootstrap_servers=broker.bootstrap_servers,
+            ),
+            join_source(
+                "users",
+                f"{name}_users",
+                fields(("user.id", "string"), ("user.name", "string"), ("ts", "timestamp")),
+                event_time="ts",
+                dedup={"key": ["user.id", "user.name"], "time_window": "1h"},
+                bootstrap_servers=broker.bootstrap_servers,
+            ),
+        ],
+        join={
+            "type": how,
+            "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
+            "right": {"source": "users", "key": "user.id", "time_window": "30m"},
+            "output": [
+                {"from": "left", "field": "order_id"},
+                {"from": "left", "field": "amount"},
+                {"from": "right", "field": "user.name", "as": "name"},
+                {"from": "left", "field": "ts", "as": "order_ts"},
+            ],
+            "allowed_lateness": lateness,
+        },
+        clickhouse={"path": str(chdb_path)},
+        table=f"{name}_{how}",
+        sink={"create_table": True},
+        mapping=mapping(
+            ("order_id", "order_id", "String"),
+            ("amount", "amount", "Float64"),
+            ("name", "name", "Nullable(String)"),
+            ("order_ts", "order_ts", "DateTime64(3, 'UTC')"),
+        ),
+        checkpoint_dir=tmp_path / how,
+    )
+
+
+def encode(docs: list[dict], key: str) -> list[tuple[bytes, bytes]]:
+    out = []
+    for d in docs:
+        k = d["user"]["id"] if key == "user" else d[key]
+        out.append((k.encode(), json.dumps(d).encode()))
+    return out
