@@ -10,8 +10,6 @@ wiring is checked below without Spark.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
@@ -23,7 +21,7 @@ from streamsift.cli.demo_join import report_lines
 from streamsift.cli.main import main
 from streamsift.sample_data.generator import JoinSpec, generate_join_streams
 from streamsift.sample_data.join_events import BAD_ORDERS, BAD_USERS, reference_rows
-from support.paths import REPO
+from support.cli import streamsift
 
 EVENTS, USERS = 300, 15  # seed 7: 60 order re-sends, 15 user re-sends, 25 orders of no user
 
@@ -31,13 +29,9 @@ EVENTS, USERS = 300, 15  # seed 7: 60 order re-sends, 15 user re-sends, 25 order
 @pytest.mark.e2e
 def test_demo_join_left_outer_writes_exactly_the_expected_rows(tmp_path):
     started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "streamsift.cli.main", "demo", "--join", "--join-type", "left"]
-        + ["--json", "--events", str(EVENTS), "--keys", str(USERS)]
-        + ["--data-dir", str(tmp_path / "demo")],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
+    proc = streamsift(
+        *["demo", "--join", "--join-type", "left", "--json"],
+        *["--events", str(EVENTS), "--keys", str(USERS), "--data-dir", str(tmp_path / "demo")],
         timeout=240,
     )
     print(f"\ndemo --join --join-type left: {time.monotonic() - started:.1f}s")

@@ -7,8 +7,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -17,7 +15,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
-from support.cli import start_streamsift
+from support.cli import start_streamsift, streamsift
 from support.clickhouse import embedded_count
 from support.paths import EXAMPLES
 from support.waiting import wait_for
@@ -97,13 +95,7 @@ def test_a_metrics_port_in_use_is_a_clear_error(pipeline) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "streamsift.cli.main", "run", str(path)]
-            + ["--metrics-port", str(port)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = streamsift("run", str(path), "--metrics-port", str(port), timeout=120)
     assert result.returncode == 2, result.stderr
     assert f"cannot serve metrics on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr

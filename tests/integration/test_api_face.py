@@ -28,6 +28,7 @@ from streamsift.errors import (
     TransientError,
 )
 from streamsift.sdk import Client, NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
+from support.cli import STREAMSIFT, streamsift
 from support.clickhouse import held_by_another_process
 from support.paths import REPO
 from support.ports import closed_port
@@ -240,12 +241,7 @@ def test_unknown_routes_and_bad_requests_answer_in_the_shape(http: httpx.Client)
 
 
 def cli_validate(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "streamsift.cli.main", "validate", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return streamsift("validate", str(path), timeout=120)
 
 
 def test_validate_answers_what_streamsift_validate_prints(
@@ -512,16 +508,7 @@ def test_the_sdk_calls_the_routes_and_raises_typed_errors(
 def test_streamsift_serve_starts_answers_and_stops_on_sigterm(tmp_path: Path) -> None:
     env = {**os.environ, "STREAMSIFT_API_TOKEN": "from-env"}
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamsift.cli.main",
-            "serve",
-            "--port",
-            "0",
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
+        [*STREAMSIFT, "serve", "--port", "0", "--data-dir", str(tmp_path / "data")],
         stderr=subprocess.PIPE,
         text=True,
         env=env,

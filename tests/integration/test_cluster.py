@@ -11,10 +11,8 @@ its executor and the executor's Python workers), or the driver.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tarfile
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +41,7 @@ from streamsift.spark_host.environment import (
     pack_environment,
     runtime_distributions,
 )
+from support.cli import STREAMSIFT, streamsift
 from support.clickhouse import assert_each_event_once, count
 from support.pipeline_docs import event_doc
 from support.ports import free_port
@@ -81,7 +80,7 @@ def write_doc(doc: dict, path: Path, **runtime: object) -> Path:
 
 
 def start_run(file: Path, cluster: StandaloneCluster, data_dir: Path, log: Path):
-    command = [sys.executable, "-m", "streamsift.cli.main", "run", str(file)]
+    command = [*STREAMSIFT, "run", str(file)]
     command += ["--until-caught-up", "--master", cluster.url, "--data-dir", str(data_dir)]
     return processes.start(command, log, own_session=True, env=dict(os.environ))
 
@@ -160,16 +159,13 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         region="us-east-1",
         allow_bucket_creation=True,
     )
-    deadline = time.monotonic() + 30
+
+    def bucket_made() -> bool:
+        fs.create_dir("dedup-state")  # OSError until the server answers
+        return True
+
     try:
-        while True:
-            try:
-                fs.create_dir("dedup-state")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
+        wait_for(bucket_made, 30, what="the S3 server", interval=0.3, ignoring=OSError)
         yield endpoint
     finally:
         processes.kill_tree(proc)
@@ -311,12 +307,9 @@ def test_bench_on_the_cluster_reports_a_one_and_a_two_worker_run(broker, cluster
     session's broker and a small backlog: each drain is one micro-batch either way."""
     both_workers_up(cluster)
     out = tmp_path / "bench"
-    proc = subprocess.run(
-        [sys.executable, "-m", "streamsift.cli.main", "bench", "--master", cluster.url]
-        + ["--events", "1000", "--bootstrap-servers", broker.bootstrap_servers]
-        + ["--out", str(out), "--no-plots"],
-        capture_output=True,
-        text=True,
+    proc = streamsift(
+        *["bench", "--master", cluster.url, "--events", "1000"],
+        *["--bootstrap-servers", broker.bootstrap_servers, "--out", str(out), "--no-plots"],
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

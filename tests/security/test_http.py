@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +22,7 @@ import httpx
 import pytest
 import yaml
 
+from support.cli import streamsift
 from support.paths import REPO
 from support.servers import Serve
 
@@ -404,22 +403,15 @@ def test_glassflow_sdk_through_a_proxy_that_adds_the_token(
 
 
 def test_python_m_serve_help_names_the_flags() -> None:
-    shown = subprocess.run(
-        [sys.executable, "-m", "streamsift.cli.main", "serve", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout
+    shown = streamsift("serve", "--help", timeout=60).stdout
     assert "--no-token" in shown and "--allowed-host" in shown
 
 
 def test_an_allowed_host_that_is_no_host_name_is_refused_at_start(tmp_path: Path) -> None:
     for bad in ("http://proxy.example/", "evil/x", "a..b"):
-        ended = subprocess.run(
-            [sys.executable, "-m", "streamsift.cli.main", "serve", "--port", "0"]
-            + ["--data-dir", str(tmp_path / "data"), "--no-otlp", "--allowed-host", bad],
-            capture_output=True,
-            text=True,
+        ended = streamsift(
+            *["serve", "--port", "0", "--data-dir", str(tmp_path / "data"), "--no-otlp"],
+            *["--allowed-host", bad],
             timeout=60,
         )
         assert ended.returncode == 2 and "--allowed-host" in ended.stderr, ended.stderr

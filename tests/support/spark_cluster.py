@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from streamsift.spark_host import processes
 from support.ports import free_port
+from support.waiting import wait_for
 
 # The master drops a worker it has not heard from for this long (Spark's default is 60 s).
 WORKER_TIMEOUT_S = 8
@@ -130,11 +130,7 @@ class StandaloneCluster:
             return 0
 
     def wait_for_workers(self, n: int, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.alive_workers() != n:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{n} Spark workers did not register within {timeout} s")
-            time.sleep(0.5)
+        wait_for(lambda: self.alive_workers() == n, timeout, what=f"{n} Spark workers to register")
 
     def kill_worker(self, worker: Worker) -> int:
         """SIGKILL a worker's JVM, its executors and their Python workers at once."""
