@@ -1,6 +1,7 @@
 """The suite's shared fixtures, a pytest plugin (registered in tests/conftest.py): one bundled
-Kafka broker, one embedded ClickHouse and one SparkSession per test session (chdb allows one
-data directory per process; Spark one session)."""
+Kafka broker, one embedded ClickHouse directory and one SparkSession per test session (chdb
+allows one data directory per process; Spark one session); a ClickHouse server per module
+(`clickhouse`); the schema registry; names, pipelines and producing for one test."""
 
 from __future__ import annotations
 
