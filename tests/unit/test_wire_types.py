@@ -77,11 +77,9 @@ def test_the_sdk_reads_answers_into_the_apis_own_models() -> None:
     assert streamsift.sdk.models.PipelineStatus is pipelines.PipelineStatusModel
 
 
-def test_the_wire_states_are_the_lifecycles() -> None:
-    assert {s.name: s.value for s in pipelines.State} == {s.name: s.value for s in lifecycle.State}
-    assert {s.name: s.value for s in pipelines.DesiredState} == {
-        s.name: s.value for s in lifecycle.DesiredState
-    }
+def test_the_lifecycle_uses_the_wire_states() -> None:
+    assert lifecycle.State is pipelines.State
+    assert lifecycle.DesiredState is pipelines.DesiredState
 
 
 def test_the_services_records_have_the_wire_models_fields() -> None:

@@ -16,28 +16,19 @@ ConflictError whose details name the current state and what is allowed from it.
 
 from __future__ import annotations
 
-from enum import Enum
-
 from streamsift.errors import ConflictError
+from streamsift.wire.pipelines import DesiredState, State
 
-
-class State(str, Enum):
-    CREATED = "Created"
-    RUNNING = "Running"
-    STOPPING = "Stopping"
-    STOPPED = "Stopped"
-    TERMINATING = "Terminating"
-    RESUMING = "Resuming"
-    FAILED = "Failed"
-
-
-class DesiredState(str, Enum):
-    """What the user asked for last: the service brings a `running` pipeline back after a
-    restart of the server."""
-
-    RUNNING = "running"
-    STOPPED = "stopped"
-
+__all__ = [
+    "AT_REST",
+    "TRANSITIONS",
+    "DesiredState",
+    "State",
+    "can_transition",
+    "check_at_rest",
+    "check_transition",
+    "valid_transitions",
+]
 
 TRANSITIONS: dict[State, tuple[State, ...]] = {
     State.CREATED: (State.RUNNING, State.TERMINATING, State.FAILED),

@@ -23,8 +23,7 @@ class _Word(str, Enum):
         return str(self.value)
 
 
-# service/lifecycle.py has the transitions between the states; tests/unit/test_wire_types.py
-# holds its enums to these values.
+# service/lifecycle.py has the transitions between these states.
 class State(_Word):
     """A pipeline's state, in GlassFlow's vocabulary."""
 
