@@ -411,7 +411,7 @@ DEMO_RUNS: dict[str, tuple[str, Any, list[str] | None, int, str, list[tuple[Any,
         JOIN_ROWS_FLAT,
     ),
     # head__config__join_pipeline.json (the same join with its sides swapped) only validates
-    # (tests/unit/test_glassflow_demo_files.py): a second run of this join adds ~10 s.
+    # (tests/unit/config/test_glassflow_demo_files.py): a second run of this join adds ~10 s.
     "getting-started-join-v1": (
         "getting-started__join_pipeline.json",
         {"user_events": [nested_user(i) for i in range(3)], "orders": join_orders(True)},

@@ -4,7 +4,7 @@
 
 The app is built with its default settings (no token: so no bearer scheme), exactly as
 /openapi.json describes it. The web UI's TypeScript types are generated from the checked-in
-copy (scripts/build-ui.sh; tests/unit/test_wire_types.py fails when the copy is stale).
+copy (scripts/build-ui.sh; tests/unit/wire/test_wire_types.py fails when the copy is stale).
 """
 
 from __future__ import annotations
