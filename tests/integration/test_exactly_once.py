@@ -282,7 +282,9 @@ def test_clickhouse_down_mid_run_then_back_catches_up_exactly(broker, tmp_path, 
         import time
 
         # the executors' inserts fail and back off meanwhile; the driver shows it
-        wait_for(lambda: "does not answer" in (runner.stats.status or ""), 60, what="an outage status")
+        wait_for(
+            lambda: "does not answer" in (runner.stats.status or ""), 60, what="an outage status"
+        )
         time.sleep(3)
         assert not errors, errors
         ep = Endpoint(tmp_path / "server", port)

@@ -556,8 +556,10 @@ def test_native_delete_removes_the_glassflow_copy(client: httpx.Client, open_ser
     assert created.status_code == 201, created.text
     client.post("/api/v1/pipelines/gf-copy/terminate")
     wait_for(
-        lambda: client.get("/api/v1/pipelines/gf-copy").json()["state"]
-        in ("Stopped", "Terminated", "Failed"),
+        lambda: (
+            client.get("/api/v1/pipelines/gf-copy").json()["state"]
+            in ("Stopped", "Terminated", "Failed")
+        ),
         120,
         what="gf-copy at rest",
     )

@@ -38,7 +38,9 @@ def rows(port: int, table: str, **connect: Any) -> tuple[int, int]:
     try:
         if not int(ch.command(f"EXISTS TABLE {table}")):
             return (0, 0)
-        total, distinct = ch.query(f"SELECT count(), uniqExact(event_id) FROM {table}").result_rows[0]
+        total, distinct = ch.query(f"SELECT count(), uniqExact(event_id) FROM {table}").result_rows[
+            0
+        ]
         return int(total), int(distinct)
     finally:
         ch.close()

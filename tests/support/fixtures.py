@@ -105,7 +105,7 @@ def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 @pytest.fixture(scope="session")
 def schema_registry() -> Iterator[Any]:
-    """A Confluent-compatible schema registry (streamsift.testing) on a loopback port; its
+    """A Confluent-compatible schema registry (support.schema_registry) on a loopback port; its
     `url`, and its `state` (schemas, subjects, the requests it answered)."""
     from support.schema_registry import RegistryState, build_registry_app
     from support.servers import ServerThread

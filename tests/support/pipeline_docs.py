@@ -2,7 +2,7 @@
 
 `pipeline_doc` makes a single-source document (source, optional dedup, sink, optional
 runtime) from the parts a test cares about; `join_doc` a two-source join from `join_source`s;
-`event_doc` the document for the load generator's events (loadtest.schema). The results are
+`event_doc` the document for the load generator's events (sample_data.schema). The results are
 plain dicts, as a user would write them in YAML, so a test may still edit or dump them.
 `fields` and `mapping` spell the schema and the column mapping in one line per entry.
 
@@ -117,7 +117,7 @@ def event_doc(
     runtime: dict[str, Any] | None = None,
     **top: Any,
 ) -> dict[str, Any]:
-    """The load generator's events (loadtest.schema) into a table of the same columns, with
+    """The load generator's events (sample_data.schema) into a table of the same columns, with
     dedup on `event_id` within `window` of `created_at` (None: no dedup)."""
     return pipeline_doc(
         topic=topic,

@@ -60,4 +60,3 @@ def produce(
     for raw in extra:
         producer.produce(topic, key=b"bad", value=raw)
     assert producer.flush(30) == 0
-

@@ -44,4 +44,3 @@ def _tail(log: Path | None, chars: int = 3000) -> str:
     if log is None or not log.exists():
         return ""
     return ":\n" + log.read_text(errors="replace")[-chars:]
-

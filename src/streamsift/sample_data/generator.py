@@ -4,7 +4,7 @@ Events look like a typical product stream: an id (the dedup key), a nested user,
 amount and an event time. A duplicate is a re-send of an earlier event with the same id and
 event time but a higher `attempt`, so a test can tell which version was kept. Messages are
 keyed by the event id: all versions of an id land in one partition, in produce order.
-Their pipeline schema and ClickHouse mapping are `loadtest.schema.EVENT_FIELDS` and
+Their pipeline schema and ClickHouse mapping are `sample_data.schema.EVENT_FIELDS` and
 `EVENT_MAPPING`.
 """
 
@@ -160,7 +160,7 @@ def produce_raw(
 # ---------------------------------------------------------------------------- two related streams
 
 # Orders (the left side of a join) and user profile events (the right side), for join demos
-# and tests (schemas: loadtest.schema.ORDER_FIELDS, USER_FIELDS). The dedup key of each is
+# and tests (schemas: sample_data.schema.ORDER_FIELDS, USER_FIELDS). The dedup key of each is
 # its Kafka message key.
 
 

@@ -1,6 +1,6 @@
 """Prometheus metrics of pipelines, for `GET /metrics` of the server and `run --metrics-port`.
 
-Nothing here counts: the numbers are those the run itself keeps (runtime/progress.RunStats:
+Nothing here counts: the numbers are those the run itself keeps (engine/progress.RunStats:
 Spark's progress reports folded per batch, and what the batch writer inserted, sent to the
 DLQ, found late, how long its rows took and which ClickHouse actions it retried). A worker of
 the service writes them into its status.json each second; `streamsift run` holds them in its

@@ -125,7 +125,7 @@ def spark_session(
         # source's planning). Spark SQL's executor-side Python (the source's reads, the sink's
         # inserts) takes this setting; checked: without it, executors ran the driver's Python.
         conf.setdefault("spark.sql.execution.pyspark.python", conf["spark.pyspark.python"])
-    # A local master's Python processes start without Spark's zipped pyspark (worker_python.py).
+    # A local master's Python processes start without Spark's zipped pyspark (python_interpreter.py).
     local = is_local_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", worker_python() if local else sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

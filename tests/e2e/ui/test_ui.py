@@ -42,7 +42,6 @@ expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
 
-
 def event(i: int) -> dict[str, Any]:
     now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return {

@@ -5,11 +5,11 @@ from __future__ import annotations
 import gc
 import importlib
 
-from streamsift.spark_host import python_heap as worker_heap
+from streamsift.spark_host import python_heap
 
 
 def test_the_first_tasks_freeze_what_the_worker_holds_and_later_ones_do_not():
-    heap = importlib.reload(worker_heap)  # a fresh worker: no task seen yet
+    heap = importlib.reload(python_heap)  # a fresh worker: no task seen yet
     try:
         held = []
         for _ in range(heap.FREEZES):
@@ -23,4 +23,4 @@ def test_the_first_tasks_freeze_what_the_worker_holds_and_later_ones_do_not():
         assert gc.get_freeze_count() < before + 1_000  # (frozen ones may have been freed)
     finally:
         gc.unfreeze()
-        importlib.reload(worker_heap)
+        importlib.reload(python_heap)
