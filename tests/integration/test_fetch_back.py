@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from streamsift.sources.fetch import fetch_messages
-from streamsift.sources.kafka import KafkaReadSpec
+from streamsift.sources.kafka_spec import KafkaReadSpec
 
 pytestmark = pytest.mark.integration
 

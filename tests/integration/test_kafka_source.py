@@ -7,8 +7,8 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from streamsift.sources.kafka import KafkaReadSpec
 from streamsift.sources.kafka_range import KafkaPartitionRange, close_kept_consumers, fetch_range
+from streamsift.sources.kafka_spec import KafkaReadSpec
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from streamsift.sources.errors import SourceError, SourceUnavailable
-from streamsift.sources.kafka import KafkaReadSpec, KafkaStreamReader
+from streamsift.sources.kafka import KafkaStreamReader
+from streamsift.sources.kafka_spec import KafkaReadSpec
 
 pytestmark = pytest.mark.integration
 

@@ -30,7 +30,8 @@ from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, PRE_ERROR, RIGHT_R
 from streamsift.engine.arrow_passthrough import PassThroughProcessor, use_pass_through
 from streamsift.engine.processor import SourceProcessor
 from streamsift.engine.registry_fields import schema_lookup
-from streamsift.sources.kafka import KafkaReadSpec, KafkaStreamReader, make_data_source
+from streamsift.sources.kafka import KafkaStreamReader, make_data_source
+from streamsift.sources.kafka_spec import KafkaReadSpec
 from streamsift.transforms.expressions import Stage, apply_stage, drop_raw_of_good_rows
 
 DEFAULT_MAX_ROWS_PER_BATCH = 200_000

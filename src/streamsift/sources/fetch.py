@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from streamsift.sources.errors import SourceUnavailable
-from streamsift.sources.kafka import KafkaReadSpec
 from streamsift.sources.kafka_range import FETCH_CHUNK, FETCH_DEFAULTS
+from streamsift.sources.kafka_spec import KafkaReadSpec
 
 # Offsets further apart than this are two stretches (a new assign) rather than read through.
 MAX_GAP = 10_000

@@ -4,21 +4,19 @@ Offsets live in Spark's checkpoint as `{"topic/partition": next_offset}`; commit
 the consumer group is only for lag monitoring. Each Kafka partition is one Spark input
 partition, so records of a partition are processed in offset order by one task.
 
-The driver side lives here: the read spec, the topic's partitions and their ends, the
-micro-batch's ranges. Reading a range on an executor is kafka_range.py. The source fetches
-raw messages; turning them into rows is the job of a `RecordProcessor` handed in by the
-engine, which keeps sources free of parsing and dedup logic.
+The driver side lives here: the topic's partitions and their ends, the micro-batch's ranges.
+What to read and how to connect (the read spec) is kafka_spec.py; reading a range on an
+executor is kafka_range.py. The source fetches raw messages; turning them into rows is the
+job of a `RecordProcessor` handed in by the engine, which keeps sources free of parsing and
+dedup logic.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -33,8 +31,9 @@ from pyspark.sql.streaming.datasource import (
 
 from streamsift.sources.end_watch import EndWatcher
 from streamsift.sources.errors import SourceError, SourceUnavailable
-from streamsift.sources.kafka_auth import AuthRefusals, client_config, describe_security
+from streamsift.sources.kafka_auth import AuthRefusals, describe_security
 from streamsift.sources.kafka_range import KafkaPartitionRange, KafkaRecords, fetch_range
+from streamsift.sources.kafka_spec import KafkaReadSpec, make_consumer
 from streamsift.spark_host.python_heap import freeze_heap
 
 END_PROBE_BUDGET_S = 0.2
@@ -48,52 +47,6 @@ TOPIC_REFUSED = frozenset(
     }
 )
 log = logging.getLogger("streamsift.kafka")
-
-
-@dataclass(frozen=True)
-class KafkaReadSpec:
-    """What to read and how to connect. `properties` may hold secrets: never log them."""
-
-    bootstrap_servers: str
-    topic: str
-    consumer_group: str
-    start_from: str = "earliest"
-    properties: dict[str, str] = field(default_factory=dict)
-    max_rows_per_batch: int | None = None
-    metadata_timeout_s: float = 30.0
-
-    def consumer_config(self, **extra: Any) -> dict[str, Any]:
-        conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap_servers,
-            "group.id": self.consumer_group,
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 10,
-            "session.timeout.ms": 6000,
-            "socket.connection.setup.timeout.ms": 10_000,
-            "logger": _quiet_logger(),
-        }
-        conf.update(self.properties)
-        conf.update(extra)
-        return client_config(conf)
-
-    def identity(self) -> str:
-        """Tells specs apart without holding their secrets in plain text."""
-        text = json.dumps(
-            [self.bootstrap_servers, self.consumer_group, self.properties], sort_keys=True
-        )
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    def __repr__(self) -> str:  # keep secrets out of reprs and logs
-        return f"KafkaReadSpec(topic={self.topic!r}, bootstrap_servers={self.bootstrap_servers!r})"
-
-
-def _quiet_logger() -> Any:
-    import logging
-
-    logger = logging.getLogger("streamsift.kafka.librdkafka")
-    return logger
 
 
 class RecordProcessor(Protocol):
@@ -118,19 +71,6 @@ def parse_offset_key(key: str) -> tuple[str, int]:
 def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:
     """Spark compares offsets as JSON text: keep the key order canonical."""
     return {k: int(offsets[k]) for k in sorted(offsets, key=lambda k: parse_offset_key(k))}
-
-
-def make_consumer(spec: KafkaReadSpec, **extra: Any) -> Consumer:
-    """A consumer for `spec`; settings librdkafka refuses (e.g. a SASL mechanism this build
-    lacks) are a SourceError naming the security setting, not a retry."""
-    try:
-        return Consumer(spec.consumer_config(**extra))
-    except KafkaException as exc:
-        error = exc.args[0]
-        reason = error.str() if hasattr(error, "str") else str(error)
-        raise SourceError(
-            f"cannot make a Kafka client with {describe_security(spec.properties)}: {reason}"
-        ) from None
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -13,15 +13,13 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from pyspark.sql.datasource import InputPartition
 
 from streamsift.sources.errors import SourceUnavailable
-
-if TYPE_CHECKING:
-    from streamsift.sources.kafka import KafkaReadSpec
+from streamsift.sources.kafka_spec import KafkaReadSpec
 
 FETCH_CHUNK = 50_000
 # A consumer that gets nothing for this long while the range's messages exist is replaced by

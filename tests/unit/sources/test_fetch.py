@@ -8,7 +8,7 @@ import pytest
 from streamsift.embedded.broker import free_port
 from streamsift.sources.errors import SourceUnavailable
 from streamsift.sources.fetch import Stretch, fetch_messages, read_plan
-from streamsift.sources.kafka import KafkaReadSpec
+from streamsift.sources.kafka_spec import KafkaReadSpec
 
 
 def test_offsets_are_grouped_per_partition_in_order_one_stretch_each():
