@@ -41,12 +41,8 @@ from streamsift.config.expressions import (
 )
 from streamsift.config.types import FieldType
 from streamsift.service.authoring.expressions.casts import text_of
-from streamsift.service.authoring.expressions.interpreter import (
-    Budget,
-    DeadLetter,
-    Interpreter,
-    NotPreviewable,
-)
+from streamsift.service.authoring.expressions.interpreter import Interpreter
+from streamsift.service.authoring.expressions.values import Budget, DeadLetter, NotPreviewable
 from streamsift.service.errors import ExpressionProblem, ExpressionTooBig
 from streamsift.transforms.parse import ValueTypeError, convert_value
 

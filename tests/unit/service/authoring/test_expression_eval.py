@@ -16,8 +16,8 @@ import streamsift.service.authoring.expressions as expressions_package
 from streamsift.config.types import FieldType as F
 from streamsift.service.authoring.expression_preview import evaluate
 from streamsift.service.authoring.expressions.functions import LAZY, STRICT
-from streamsift.service.authoring.expressions.interpreter import Budget, NotPreviewable
 from streamsift.service.authoring.expressions.like import like
+from streamsift.service.authoring.expressions.values import Budget, NotPreviewable
 from streamsift.service.errors import ExpressionProblem
 
 FIELDS = {

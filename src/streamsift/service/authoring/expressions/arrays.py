@@ -1,9 +1,9 @@
 """Array, map and higher-order functions for the expression preview's interpreter.
 
-Part of its allow-list (expression_eval_functions.py holds the table by name). Higher-order
+Part of its allow-list (functions.py holds the table by name). Higher-order
 functions apply their lambda through the interpreter, which binds the lambda's parameters as
 names; every element walked costs a step of the budget, and no array or map is made past the
-size limit (see expression_eval.py).
+size limit (see interpreter.py).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 
 from sqlglot import exp
 
-from streamsift.service.authoring.expressions.interpreter import (
+from streamsift.service.authoring.expressions.casts import compare
+from streamsift.service.authoring.expressions.values import (
     DeadLetter,
-    Interpreter,
+    Evaluator,
     NotPreviewable,
-    compare,
     items_size,
     kind_of,
     number,
@@ -111,7 +111,7 @@ def _flatten(values: Any) -> Any:
     return [x for v in inner for x in v]
 
 
-def _element_at(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+def _element_at(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
     (tree,) = args
     if len(tree.expressions) != 1:
         raise NotPreviewable("an index of this form")
@@ -149,25 +149,25 @@ def _make_map(keys: Any, values: Any) -> dict[Any, Any]:
 # ---------------------------------------------------------------- higher-order functions
 
 
-def _hofarray_of(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any], fn: str):
+def _hofarray_of(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any], fn: str):
     if len(args) < 2:
         raise NotPreviewable(f"{fn}() without a lambda")
     values = ev.value(args[0], env)
     return None if values is None else array_of(values, fn)
 
 
-def _indexed(ev: Interpreter, lam: exp.Expression, values: list[Any], env: Mapping[str, Any]):
+def _indexed(ev: Evaluator, lam: exp.Expression, values: list[Any], env: Mapping[str, Any]):
     for i, v in enumerate(values):
         ev.budget.spend()
         yield v, ev.apply(lam, [v, i], env)
 
 
-def _transform(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+def _transform(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
     values = _hofarray_of(ev, args, env, "transform")
     return None if values is None else [r for _, r in _indexed(ev, args[1], values, env)]
 
 
-def _filter(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+def _filter(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
     values = _hofarray_of(ev, args, env, "filter")
     if values is None:
         return None
@@ -175,7 +175,7 @@ def _filter(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any])
 
 
 def _quantifier(decides: bool, fn: str) -> Callable[..., Any]:
-    def run(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+    def run(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
         values = _hofarray_of(ev, args, env, fn)
         if values is None:
             return None
@@ -191,7 +191,7 @@ def _quantifier(decides: bool, fn: str) -> Callable[..., Any]:
     return run
 
 
-def _aggregate(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+def _aggregate(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
     if len(args) < 3:
         raise NotPreviewable("aggregate() without a merge lambda")
     values = ev.value(args[0], env)
@@ -206,7 +206,7 @@ def _aggregate(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, An
     return acc
 
 
-def _zip_with(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+def _zip_with(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
     if len(args) != 3:
         raise NotPreviewable("zip_with() without two arrays and a lambda")
     left, right = ev.value(args[0], env), ev.value(args[1], env)
@@ -223,7 +223,7 @@ def _zip_with(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any
 
 
 def _map_hof(fn: str) -> Callable[..., Any]:
-    def run(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+    def run(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
         if len(args) != 2:
             raise NotPreviewable(f"{fn}() without a map and a lambda")
         target = ev.value(args[0], env)
@@ -246,7 +246,7 @@ def _map_hof(fn: str) -> Callable[..., Any]:
     return run
 
 
-ARRAY_LAZY: dict[str, Callable[[Interpreter, list[exp.Expression], Mapping[str, Any]], Any]] = {
+ARRAY_LAZY: dict[str, Callable[[Evaluator, list[exp.Expression], Mapping[str, Any]], Any]] = {
     "element_at": _element_at,
     "transform": _transform,
     "filter": _filter,

@@ -1,4 +1,5 @@
-"""CAST / TRY_CAST for the expression preview's interpreter, as Spark (ANSI mode) converts.
+"""CAST / TRY_CAST for the expression preview's interpreter, as Spark (ANSI mode) converts,
+and `compare`, Spark's ordering of two values (it casts text compared with a time).
 
 A conversion Spark cannot make fails the record in a running pipeline (`DeadLetter`) for CAST,
 and gives null for TRY_CAST. Times are naive UTC datetimes, as the preview's events carry them.
@@ -14,7 +15,7 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
-from streamsift.service.authoring.expressions.interpreter import (
+from streamsift.service.authoring.expressions.values import (
     DeadLetter,
     NotPreviewable,
     int64,
@@ -191,6 +192,34 @@ def to_time(value: Any, other: Any = None) -> Any:
     except (ValueError, OverflowError):
         raise DeadLetter(f"cannot convert {_shown(value)} to a time") from None
     return moment
+
+
+def compare(a: Any, b: Any) -> int | None:
+    """Spark's ordering of two values (None when either is null); text compared with a time is
+    read as a time, as Spark casts it."""
+    if a is None or b is None:
+        return None
+    if isinstance(a, (datetime, date)) or isinstance(b, (datetime, date)):
+        a, b = to_time(a, b), to_time(b, a)
+        if not (isinstance(a, date) and isinstance(b, date)):
+            raise NotPreviewable(f"comparing {kind_of(a)} with {kind_of(b)}")
+        if type(a) is not type(b):
+            a, b = _as_datetime(a), _as_datetime(b)
+    elif isinstance(a, bool) != isinstance(b, bool):
+        raise NotPreviewable(f"comparing {kind_of(a)} with {kind_of(b)}")
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers):
+        if math.isnan(a) or math.isnan(b):  # Spark: NaN equals NaN and is above all numbers
+            return (not math.isnan(b)) - (not math.isnan(a))
+    elif type(a) is not type(b) or isinstance(a, (list, dict)):
+        raise NotPreviewable(f"comparing {kind_of(a)} with {kind_of(b)}")
+    return (a > b) - (a < b)
+
+
+def _as_datetime(value: date) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    return datetime(value.year, value.month, value.day)
 
 
 def _shown(value: Any) -> str:

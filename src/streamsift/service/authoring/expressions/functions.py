@@ -6,7 +6,7 @@ the order of its arguments, so one table by name serves both. A function is eith
 (`STRICT`: null in any argument gives null, the arguments are evaluated first) or gets its
 argument trees (`LAZY`: the higher-order functions, which apply their lambda through the
 interpreter, with the lambda's parameters bound by name). Any other function is not previewed.
-See expression_eval.py for the bounds every function keeps (the size checks before a string
+See interpreter.py for the bounds every function keeps (the size checks before a string
 or array is made, a step per element walked).
 """
 
@@ -23,12 +23,11 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
 from streamsift.service.authoring.expressions.arrays import ARRAY_LAZY, ARRAY_STRICT, array_of
-from streamsift.service.authoring.expressions.casts import cast, text_of, to_time
-from streamsift.service.authoring.expressions.interpreter import (
+from streamsift.service.authoring.expressions.casts import cast, compare, text_of, to_time
+from streamsift.service.authoring.expressions.values import (
     DeadLetter,
-    Interpreter,
+    Evaluator,
     NotPreviewable,
-    compare,
     int64,
     items_size,
     kind_of,
@@ -118,7 +117,7 @@ _TYPED: dict[type, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def call(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any]) -> Any:
+def call(ev: Evaluator, tree: exp.Expression, env: Mapping[str, Any]) -> Any:
     """The value of a function call (or other node) `tree`; NotPreviewable if unknown."""
     name, args = _name_and_args(tree)
     lazy = LAZY.get(name)
@@ -218,7 +217,7 @@ def _repeat(text: Any, times: int) -> str:
     return text * max(times, 0)
 
 
-def _pad(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+def _pad(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
     (tree,) = args
     text, size = ev.value(tree.this, env), ev.value(tree.expression, env)
     fill = ev.value(tree.args.get("fill_pattern"), env) if tree.args.get("fill_pattern") else " "
@@ -232,7 +231,7 @@ def _pad(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) ->
     return padding + text if tree.args.get("is_left") else text + padding
 
 
-def _trim(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+def _trim(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
     (tree,) = args
     text = ev.value(tree.this, env)
     chars = ev.value(tree.args.get("expression"), env) if tree.args.get("expression") else " "
@@ -372,7 +371,7 @@ def _log(base: Any, value: Any = None) -> Any:
 
 
 def _extreme(pick: int) -> Callable[..., Any]:
-    def run(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+    def run(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
         best = None
         for value in (ev.value(a, env) for a in args):
             if value is not None and (best is None or (compare(value, best) or 0) * pick > 0):
@@ -446,7 +445,7 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def _cast(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
+def _cast(ev: Evaluator, args: list[exp.Expression], env: Mapping[str, Any]) -> Any:
     (tree,) = args
     if tree.args.get("format") is not None or tree.args.get("default") is not None:
         raise NotPreviewable("CAST with a format")
@@ -458,7 +457,7 @@ def _cast(ev: Interpreter, args: list[exp.Expression], env: Mapping[str, Any]) -
     return cast(value, name, safe=bool(tree.args.get("safe")))
 
 
-LAZY: dict[str, Callable[[Interpreter, list[exp.Expression], Mapping[str, Any]], Any]] = {
+LAZY: dict[str, Callable[[Evaluator, list[exp.Expression], Mapping[str, Any]], Any]] = {
     **ARRAY_LAZY,
     "cast": _cast,
     "trim": _trim,

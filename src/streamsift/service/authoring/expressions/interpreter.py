@@ -2,7 +2,7 @@
 
 The preview of an expression on a sample event (expression_preview.py) must never run text
 from a request as code, so it walks the parsed tree itself: every node type and every
-function it knows is an entry of an allow-list (here and in expression_eval_functions.py),
+function it knows is an entry of an allow-list (here and in functions.py),
 values are plain Python values (None for SQL null), and lambda parameters are names bound in
 a dictionary while the interpreter applies the lambda to each element. Nothing is compiled,
 imported or looked up by a name taken from the expression. A node or function outside the
@@ -15,10 +15,10 @@ bits. What makes Spark fail a record (division by zero, a failed CAST, an overfl
 out of range) raises `DeadLetter`: in a running pipeline that record goes to the DLQ.
 
 Bounds, since the tree, the event and every value in it come from a request: the tree is
-already bounded by config/expressions.py; here a `Budget` counts steps (one per node visited
+already bounded by config/expressions.py; here a `Budget` (values.py) counts steps (one per node visited
 and per element a function walks) and stops at a step limit or a time limit, and no string
 or array the interpreter makes may exceed a size limit (checked before it is made). LIKE runs
-without regular expressions (expression_eval_like.py), its work counted against the budget. Regular
+without regular expressions (like.py), its work counted against the budget. Regular
 expression functions (RLIKE, regexp_extract, ...) are not previewed, except `split` and
 `regexp_replace` with a pattern that has no regular expression syntax (a plain text):
 Python's `re` is not Java's, and a backtracking match holds the interpreter lock for as long
@@ -30,7 +30,6 @@ is reported as not previewable, never as a server error.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -38,53 +37,19 @@ from typing import Any
 from sqlglot import exp
 
 from streamsift.config.expressions import bare_boolean, column_name, is_field_path
+from streamsift.service.authoring.expressions.casts import compare
+from streamsift.service.authoring.expressions.functions import call
 from streamsift.service.authoring.expressions.like import LikePatternError, like
-
-MAX_STEPS = 200_000
-MAX_SECONDS = 2.0
-MAX_TEXT = 1_000_000  # characters of a string the interpreter makes
-MAX_ITEMS = 100_000  # elements of an array or map the interpreter makes
-INT64 = (-(2**63), 2**63 - 1)
-
-
-class NotPreviewable(Exception):
-    """The interpreter does not know this node or function, or the preview would cost too much."""
-
-
-class DeadLetter(Exception):
-    """What makes Spark fail the record: in a running pipeline it goes to the DLQ."""
-
-
-class Budget:
-    """Steps and time one evaluation may take."""
-
-    def __init__(self, steps: int = MAX_STEPS, seconds: float = MAX_SECONDS) -> None:
-        self.left = steps
-        self.deadline = time.monotonic() + seconds
-
-    def spend(self, steps: int = 1) -> None:
-        self.left -= steps
-        if self.left < 0:
-            raise NotPreviewable("the preview stops at a bounded amount of work")
-        if time.monotonic() > self.deadline:
-            raise NotPreviewable("the preview stops after a bounded time")
-
-
-def text_size(size: int) -> None:
-    if size > MAX_TEXT:
-        raise NotPreviewable(f"a value longer than {MAX_TEXT} characters")
-
-
-def items_size(size: int) -> None:
-    if size > MAX_ITEMS:
-        raise NotPreviewable(f"an array or map of more than {MAX_ITEMS} elements")
-
-
-def int64(value: int) -> int:
-    if not INT64[0] <= value <= INT64[1]:
-        raise DeadLetter("integer overflow")
-    return value
-
+from streamsift.service.authoring.expressions.values import (
+    INT64,
+    Budget,
+    DeadLetter,
+    NotPreviewable,
+    int64,
+    kind_of,
+    number,
+    truth,
+)
 
 Handler = Callable[["Interpreter", exp.Expression, Mapping[str, Any]], Any]
 NODES: dict[type, Handler] = {}
@@ -128,12 +93,7 @@ class Interpreter:
             return None
         self.budget.spend()
         handler = NODES.get(type(tree))
-        if handler is None:
-            from streamsift.service.authoring.expressions.functions import call
-
-            result = call(self, tree, env)
-        else:
-            result = handler(self, tree, env)
+        result = call(self, tree, env) if handler is None else handler(self, tree, env)
         if tree.args.get("negate") is True:  # `NOT LIKE`, `NOT ILIKE`, ... as one node
             result = truth(result)
             return None if result is None else not result
@@ -252,12 +212,6 @@ def _not(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any]) -> Any:
     return None if value is None else not value
 
 
-def truth(value: Any) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    raise NotPreviewable(f"{kind_of(value)} where true/false is expected")
-
-
 @node(exp.Is)
 def _is(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any]) -> Any:
     value = ev.value(tree.this, env)
@@ -313,49 +267,6 @@ def _nvl2(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any]) -> Any:
 # -------------------------------------------------------------------- comparisons
 
 
-def kind_of(value: Any) -> str:
-    return {
-        bool: "true/false",
-        int: "a number",
-        float: "a number",
-        str: "text",
-        list: "an array",
-        dict: "a map",
-        datetime: "a timestamp",
-        date: "a date",
-    }.get(type(value), "a value")
-
-
-def compare(a: Any, b: Any) -> int | None:
-    """Spark's ordering of two values (None when either is null); text compared with a time is
-    read as a time, as Spark casts it."""
-    if a is None or b is None:
-        return None
-    from streamsift.service.authoring.expressions.casts import to_time
-
-    if isinstance(a, (datetime, date)) or isinstance(b, (datetime, date)):
-        a, b = to_time(a, b), to_time(b, a)
-        if not (isinstance(a, date) and isinstance(b, date)):
-            raise NotPreviewable(f"comparing {kind_of(a)} with {kind_of(b)}")
-        if type(a) is not type(b):
-            a, b = _as_datetime(a), _as_datetime(b)
-    elif isinstance(a, bool) != isinstance(b, bool):
-        raise NotPreviewable(f"comparing {kind_of(a)} with {kind_of(b)}")
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers):
-        if math.isnan(a) or math.isnan(b):  # Spark: NaN equals NaN and is above all numbers
-            return (not math.isnan(b)) - (not math.isnan(a))
-    elif type(a) is not type(b) or isinstance(a, (list, dict)):
-        raise NotPreviewable(f"comparing {kind_of(a)} with {kind_of(b)}")
-    return (a > b) - (a < b)
-
-
-def _as_datetime(value: date) -> datetime:
-    if isinstance(value, datetime):
-        return value
-    return datetime(value.year, value.month, value.day)
-
-
 _ORDER = {
     exp.EQ: lambda c: c == 0,
     exp.NEQ: lambda c: c != 0,
@@ -405,12 +316,6 @@ def _in(ev: Interpreter, tree: exp.Expression, env: Mapping[str, Any]) -> Any:
 
 
 # ---------------------------------------------------------------------- arithmetic
-
-
-def number(value: Any) -> int | float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise NotPreviewable(f"arithmetic on {kind_of(value)}")
-    return value
 
 
 def _float(fn: Callable[[], float]) -> float:
