@@ -3,7 +3,7 @@
 Checking is the same as `streamsift validate` does (config/expressions.py), with its bounds
 on size and nesting. Pipelines evaluate expressions in Spark; starting a JVM for a preview is
 too slow, so the preview walks the parsed tree with an interpreter of our own
-(expression_eval.py): an allow-list of node types and functions, lambdas applied by binding
+(expressions/interpreter.py): an allow-list of node types and functions, lambdas applied by binding
 their parameters as names, a budget of steps, time and value sizes, and no regular expressions
 run on request text. Nothing of the expression is ever compiled or run as Python (an earlier
 version used sqlglot's executor, which generates Python source from the SQL: a quoted name
