@@ -174,6 +174,10 @@ class PipelineService:
     def document(self, pipeline_id: str, reveal_secrets: bool = False) -> dict[str, Any]:
         return self.database.document(pipeline_id, reveal_secrets=reveal_secrets)
 
+    def pipeline(self, pipeline_id: str) -> Pipeline:
+        """The pipeline's current document as its model, secrets masked: for answers."""
+        return parse_pipeline(self.document(pipeline_id))
+
     def history(self, pipeline_id: str) -> list[StatusChange]:
         return self.database.history(pipeline_id)
 

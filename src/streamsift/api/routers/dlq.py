@@ -14,7 +14,6 @@ from typing import Annotated, TypeVar
 from fastapi import APIRouter, Body, Path, Query
 
 from streamsift.api.deps import ServiceDep
-from streamsift.config import parse_pipeline
 from streamsift.engine.dead_letters import DeadLetters
 from streamsift.engine.errors import DlqNotFound
 from streamsift.service.core import PipelineService
@@ -55,7 +54,7 @@ def stats(pipeline_id: PipelineId, service: ServiceDep) -> DlqStats:
         return DlqStats.of(pipeline_id, letters.table, counts, totals)
 
     return _with_letters(service, pipeline_id, count, None) or DlqStats.of(
-        pipeline_id, parse_pipeline(service.document(pipeline_id)).dlq_table, [], None
+        pipeline_id, service.pipeline(pipeline_id).dlq_table, [], None
     )
 
 

@@ -140,7 +140,7 @@ def list_pipelines(service: ServiceDep) -> list[dict[str, Any]]:
     originals = _originals(service)
     items = []
     for record in service.list():
-        pipeline = parse_pipeline(service.document(record.id))
+        pipeline = service.pipeline(record.id)
         kept = originals.document(record) or {}
         items.append(
             {
@@ -181,7 +181,7 @@ def get_pipeline(
     kept = originals.document(record)
     if kept is not None:
         return kept
-    pipeline = parse_pipeline(service.document(pipeline_id))
+    pipeline = service.pipeline(pipeline_id)
     return export_v3(pipeline, display_name=originals.name(record)).document
 
 

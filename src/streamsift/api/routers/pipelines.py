@@ -15,7 +15,6 @@ from fastapi import APIRouter, Path, Query, Response
 
 from streamsift.api.deps import DOCUMENT_BODY_OPENAPI, DocumentBody, ServiceDep
 from streamsift.api.glassflow_shapes import originals_of
-from streamsift.config import parse_pipeline
 from streamsift.engine.errors import DlqNotFound
 from streamsift.service.authoring.table_preview import newest_rows
 from streamsift.wire.error_body import ErrorBody
@@ -136,7 +135,7 @@ def rows(
     try:
         return TableRowsModel.model_validate(newest_rows(service, pipeline_id, limit))
     except DlqNotFound:  # not started yet: neither its table nor its DLQ table exists
-        sink = parse_pipeline(service.document(pipeline_id)).sink
+        sink = service.pipeline(pipeline_id).sink
         columns = [m.column for m in sink.mapping]
         return TableRowsModel(
             table=sink.table, exists=False, count=0, columns=columns, order=None, rows=[]
