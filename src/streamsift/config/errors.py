@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from streamsift.errors import ConfigurationError
+
+if TYPE_CHECKING:  # executors import this module for RegistryError: no pydantic there
+    from pydantic import ValidationError
 
 
 class ConfigError(ConfigurationError, ValueError):
@@ -36,3 +39,13 @@ def format_validation_error(exc: ValidationError) -> list[str]:
             msg = "required field is missing"
         lines.append(f"{loc}: {msg}" if loc else msg)
     return lines
+
+
+class RegistryError(ConfigurationError):
+    """A schema that cannot be used: the registry refused the request for good (unknown id or
+    subject, bad credentials: `status` and `code` say which) or its text does not load."""
+
+    def __init__(self, message: str, status: int = 0, code: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code

@@ -21,20 +21,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from streamsift.config.errors import RegistryError
 from streamsift.config.types import FieldType
-from streamsift.errors import ConfigurationError
 
 FieldList = list[tuple[str, FieldType]]
-
-
-class RegistryError(ConfigurationError):
-    """A schema that cannot be used: the registry refused the request for good (unknown id or
-    subject, bad credentials: `status` and `code` say which) or its text does not load."""
-
-    def __init__(self, message: str, status: int = 0, code: int = 0) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
 
 
 @dataclass(frozen=True)

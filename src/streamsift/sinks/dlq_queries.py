@@ -34,7 +34,7 @@ from streamsift.sinks.dlq import (
     clickhouse_columns,
     dlq_columns,
 )
-from streamsift.sinks.errors import SinkConfigError
+from streamsift.sinks.errors import DlqMissing
 
 # States of a mark. A DLQ row without a mark is pending too.
 CONSUMED = "consumed"
@@ -58,10 +58,6 @@ MARK_TABLE: tuple[TableColumn, ...] = (
 )
 MARK_COLUMNS = clickhouse_columns(MARK_TABLE)
 MARK_ARROW_SCHEMA = arrow_schema(MARK_TABLE)
-
-
-class DlqMissing(SinkConfigError):
-    """The pipeline's DLQ table does not exist (yet)."""
 
 
 @dataclass(frozen=True)

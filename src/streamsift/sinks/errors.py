@@ -24,3 +24,11 @@ class SinkPermanentError(SinkError, PermanentError):
     def __init__(self, message: str, code: int | None = None, hint: str | None = None) -> None:
         super().__init__(message, hint)
         self.code = code
+
+
+class DlqMissing(SinkConfigError):
+    """The pipeline's DLQ table does not exist (yet)."""
+
+
+class RetryInterrupted(SinkTransientError):
+    """A stop was requested while an action was being retried: it was given up, unfinished."""

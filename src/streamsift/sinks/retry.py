@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from streamsift.sinks.errors import SinkTransientError
+from streamsift.sinks.errors import RetryInterrupted, SinkTransientError
 
 T = TypeVar("T")
 log = logging.getLogger("streamsift.sink")
@@ -24,10 +24,6 @@ class StopCheck(Protocol):
     def is_set(self) -> bool: ...
 
     def wait(self, timeout: float) -> bool: ...
-
-
-class RetryInterrupted(SinkTransientError):
-    """A stop was requested while an action was being retried: it was given up, unfinished."""
 
 
 @dataclass(frozen=True)

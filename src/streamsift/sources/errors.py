@@ -11,3 +11,7 @@ class SourceError(PermanentError):
 
 class SourceUnavailable(SourceError, TransientError):
     """A source could not be reached; retrying later may help."""
+
+
+class RegistryUnavailable(TransientError):
+    """The registry did not answer (or answered 5xx) after retries."""

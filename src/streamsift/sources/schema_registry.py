@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from streamsift.config.registry_schemas import RegisteredSchema, RegistryError, SchemaBundle
-from streamsift.errors import TransientError
+from streamsift.sources.errors import RegistryUnavailable
 
 if TYPE_CHECKING:  # executors unpickle this module: keep pydantic out of them
     from streamsift.config.source import SchemaRegistry
@@ -45,10 +45,6 @@ SCHEMA_NOT_FOUND = 40403
 LATEST_TTL_S = 30.0
 TIMEOUT_S = 10.0
 ATTEMPTS = 4
-
-
-class RegistryUnavailable(TransientError):
-    """The registry did not answer (or answered 5xx) after retries."""
 
 
 @dataclass(frozen=True)
