@@ -82,7 +82,7 @@ def test_product_wheel_holds_no_tools(wheels: dict[str, Path]) -> None:
 
 def test_product_wheel_declares_no_tool_commands(wheels: dict[str, Path]) -> None:
     assert _entry_points(wheels["streamsift"]) == {
-        "console_scripts": {"streamsift": "streamsift.cli.main:main"}
+        "console_scripts": {"streamsift": "streamsift.cli.main:entry"}
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -271,5 +272,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return cmd_demo_dedup(args)
 
 
+def entry() -> None:
+    """The `streamsift` command: `main`, then an exit no late stop signal can cut short (a
+    second Ctrl-C that lands after the run has ended would otherwise kill the process while
+    Python shuts down, as by the signal, instead of the run's own exit code)."""
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
