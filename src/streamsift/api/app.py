@@ -32,11 +32,13 @@ from streamsift.api.routers import (
     pipelines,
     schemas,
     ui,
+    ui_support,
     validation,
 )
 from streamsift.api.routers import glassflow as glassflow_api
 from streamsift.api.settings import ServiceSettings
 from streamsift.service.core import PipelineService
+from streamsift.service.history import KEEP_S, History, HistoryRecorder
 from streamsift.service.otlp_receiver import OtlpReceiver
 from streamsift.wire.error_body import ErrorBody
 
@@ -94,9 +96,13 @@ def create_app(
             # pipelines that should run: blocking work, off the event loop.
             app.state.service = await run_in_threadpool(_started_service, settings)
         app.state.ready = True
+        # The UI's charts: each pipeline's figures sampled on a thread (service/history.py).
+        recorder = HistoryRecorder(app.state.service, app.state.history, interval)
+        recorder.start()
         try:
             yield
         finally:
+            recorder.stop()
             app.state.ready = False
             if own:
                 # Pipelines keep running: the next server on this data dir adopts them.
@@ -114,6 +120,9 @@ def create_app(
     )
     app.state.settings = settings
     app.state.service = service
+    interval = settings.history_interval_s
+    app.state.history = History(capacity=max(1, int(KEEP_S / interval)))
+    app.state.history_interval_s = interval
     app.state.ready = False
     install_error_handlers(app)
     app.add_middleware(CatchUnexpected)
@@ -130,7 +139,16 @@ def create_app(
     # page asks for the token (Authorize) or takes the web UI's.
     app.include_router(docs.router)
     # validation first: its POST /api/v1/pipelines/validate must win over /{id} routes.
-    for router in (validation, pipelines, dlq, connections, schemas, expressions, metrics):
+    for router in (
+        validation,
+        pipelines,
+        dlq,
+        connections,
+        schemas,
+        expressions,
+        metrics,
+        ui_support,
+    ):
         app.include_router(router.router, dependencies=auth, responses=ERROR_RESPONSES)
     glassflow_api.include(app, auth, ERROR_RESPONSES)  # GlassFlow's API: /api/v1/pipeline...
     # The web UI's files (no token: they hold no data; the UI sends the token to the API).

@@ -41,6 +41,8 @@ class ServiceSettings(BaseModel):
     # `spark.*` keys a document may set beyond the tuning allow-list (`--allow-spark-conf`,
     # a key or a prefix ending in `*`).
     allow_spark_conf: tuple[str, ...] = ()
+    # How often each pipeline's figures are sampled for the UI's charts (kept 24 h).
+    history_interval_s: float = Field(default=10.0, ge=0.2)
 
     def document_policy(self) -> DocumentPolicy:
         """What a document may name through this server (service/document_policy.py)."""
