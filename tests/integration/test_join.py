@@ -8,8 +8,6 @@ table-driven cases each use their own key, so one run checks them all.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -18,6 +16,7 @@ from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner
 from streamsift.spark_host.query_conf import JOIN_STATE_FORMAT
 from support.join_events import MS, T0, H, M, encode, order, orders_join_users_doc, user
+from support.join_runs import run_until
 
 pytestmark = pytest.mark.integration
 
@@ -47,22 +46,6 @@ def join_state_format(runner: PipelineRunner) -> str:
     offsets = runner.checkpoint / "spark" / "offsets"
     newest = max((p for p in offsets.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
     return json.loads(newest.read_text().splitlines()[1])["conf"][JOIN_STATE_FORMAT]
-
-
-def run_until(runner: PipelineRunner, done, timeout: float = 120.0) -> dict:
-    """Run continuously (so Spark runs batches when only the watermark moved) until `done()`."""
-    result: dict = {}
-    thread = threading.Thread(target=lambda: result.update(r=runner.run()))
-    thread.start()
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline and not done():
-            time.sleep(0.5)
-    finally:
-        runner.stop()
-        thread.join(120)
-    assert "r" in result, "the pipeline did not stop"
-    return result["r"].stats
 
 
 @pytest.mark.parametrize("how", ["inner", "left"])

@@ -177,6 +177,13 @@ class JoinType(str, Enum):
     LEFT = "left"
 
 
+class JoinMode(str, Enum):
+    """Which right records a left record joins (docs/semantics.md, Temporal join)."""
+
+    INTERVAL = "interval"  # every right record of its key inside the windows (one row per pair)
+    LATEST = "latest"  # the right version current at its event time (one row per left record)
+
+
 class JoinSide(ConfigModel):
     """A side of the join: which source, its key field(s), and its time window.
 
@@ -223,6 +230,7 @@ class Join(ConfigModel):
     """A temporal join of the two `sources` on key equality within time windows."""
 
     type: JoinType = JoinType.INNER
+    mode: JoinMode = JoinMode.INTERVAL
     left: JoinSide
     right: JoinSide
     output: tuple[JoinOutput, ...] = Field(min_length=1)

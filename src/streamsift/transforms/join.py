@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamsift.config.models import FieldRef, JoinType, Pipeline
+from streamsift.config.models import FieldRef, Join, JoinType, Pipeline
 from streamsift.config.rows import (
     JOIN_SPLIT,
     NO_RECORD,
@@ -38,6 +38,7 @@ from streamsift.config.rows import (
     MetaColumn,
     join_key_column,
 )
+from streamsift.config.stages import JoinMode
 from streamsift.config.types import SPARK_SQL_TYPES, FieldType
 
 
@@ -85,6 +86,44 @@ def build_join(
     left = prepared(left_frame, left_scope, join.left.key, "left")
     right = prepared(right_frame, right_scope, join.right.key, "right")
 
+    if join.mode is JoinMode.LATEST:
+        from streamsift.transforms.join_latest import latest_pairs
+
+        pairs, scope = latest_pairs(
+            join,
+            left.filter(JOIN_SPLIT),
+            right.filter(JOIN_SPLIT),
+            left_scope,
+            right_scope,
+            join.left.source,
+        )
+    else:
+        pairs, scope = _interval_pairs(join, left, right, left_scope, right_scope)
+    null_outputs = [
+        F.lit(None).cast(SPARK_SQL_TYPES[ref.type]).alias(ref.column) for ref in scope.values()
+    ]
+
+    def dead_letters(frame: Any) -> Any:
+        no_right_record = {
+            c.name: F.lit(NO_RECORD).cast(c.sql_type).alias(c.name) for c in RIGHT_RECORD_COLUMNS
+        }
+        meta = [no_right_record.get(c.name, F.col(c.name)) for c in OUTPUT_COLUMNS]
+        return frame.filter(~F.col(JOIN_SPLIT)).select(*null_outputs, *meta)
+
+    frame = pairs.unionByName(dead_letters(left)).unionByName(dead_letters(right))
+    return frame, scope
+
+
+def _interval_pairs(
+    join: Join,
+    left: Any,
+    right: Any,
+    left_scope: dict[str, FieldRef],
+    right_scope: dict[str, FieldRef],
+) -> tuple[Any, dict[str, FieldRef]]:
+    """`join.mode: interval`: Spark's stream-stream join, every pair inside the windows."""
+    from pyspark.sql import functions as F
+
     window_l = int(join.left.time_window.total_seconds() * 1_000_000)
     window_r = int(join.right.time_window.total_seconds() * 1_000_000)
     condition = F.expr(
@@ -107,20 +146,8 @@ def build_join(
         prefix = "l" if out.from_ == "left" else "r"
         outputs.append(F.col(f"{prefix}.{ref.column}").alias(out.column))
         scope[out.name] = FieldRef(out.name, out.column, ref.type)
-    null_outputs = [
-        F.lit(None).cast(SPARK_SQL_TYPES[ref.type]).alias(ref.column) for ref in scope.values()
-    ]
     pairs = joined.select(*outputs, *[_of_joined_row(c, join.left.source) for c in OUTPUT_COLUMNS])
-
-    def dead_letters(frame: Any) -> Any:
-        no_right_record = {
-            c.name: F.lit(NO_RECORD).cast(c.sql_type).alias(c.name) for c in RIGHT_RECORD_COLUMNS
-        }
-        meta = [no_right_record.get(c.name, F.col(c.name)) for c in OUTPUT_COLUMNS]
-        return frame.filter(~F.col(JOIN_SPLIT)).select(*null_outputs, *meta)
-
-    frame = pairs.unionByName(dead_letters(left)).unionByName(dead_letters(right))
-    return frame, scope
+    return pairs, scope
 
 
 def payload_of_joined_rows(frame: Any, scope: dict[str, FieldRef]) -> Any:
