@@ -37,6 +37,7 @@ from streamsift.api.routers import (
 )
 from streamsift.api.routers import glassflow as glassflow_api
 from streamsift.api.settings import ServiceSettings
+from streamsift.service.alerts.watch import AlertWatch
 from streamsift.service.core import PipelineService
 from streamsift.service.history import KEEP_S, History, HistoryRecorder
 from streamsift.service.otlp_receiver import OtlpReceiver
@@ -99,9 +100,13 @@ def create_app(
         # The UI's charts: each pipeline's figures sampled on a thread (service/history.py).
         recorder = HistoryRecorder(app.state.service, app.state.history, interval)
         recorder.start()
+        # Alerts: every pipeline's conditions judged on a thread (service/alerts/watch.py).
+        alerts = AlertWatch(app.state.service, settings.alerts, settings.alerts_interval_s)
+        alerts.start()
         try:
             yield
         finally:
+            await run_in_threadpool(alerts.close)
             recorder.stop()
             app.state.ready = False
             if own:

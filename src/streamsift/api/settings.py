@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from streamsift.config.alerts import Alerts
 from streamsift.config.loader import MAX_DOCUMENT_BYTES
 from streamsift.service.document_policy import DocumentPolicy
 
@@ -41,9 +42,18 @@ class ServiceSettings(BaseModel):
     # `spark.*` keys a document may set beyond the tuning allow-list (`--allow-spark-conf`,
     # a key or a prefix ending in `*`).
     allow_spark_conf: tuple[str, ...] = ()
+    # Alert rules and channels for every pipeline (`--alerts FILE`, config/alerts.py); a
+    # pipeline's own `alerts:` add to them. How often the alert watch judges the pipelines.
+    alerts: Alerts | None = None
+    alerts_interval_s: float = Field(default=5.0, gt=0)
     # How often each pipeline's figures are sampled for the UI's charts (kept 24 h).
     history_interval_s: float = Field(default=10.0, ge=0.2)
 
     def document_policy(self) -> DocumentPolicy:
         """What a document may name through this server (service/document_policy.py)."""
-        return DocumentPolicy(self.data_dir.resolve(), self.allow_paths, self.allow_spark_conf)
+        return DocumentPolicy(
+            self.data_dir.resolve(),
+            self.allow_paths,
+            self.allow_spark_conf,
+            allow_connect=self.allow_connect,
+        )

@@ -74,8 +74,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="HOST|CIDR",
-        help="where the connection helpers (probes, samples, schema inference) may connect "
-        "(repeatable; default: anywhere)",
+        help="where the connection helpers (probes, samples, schema inference) may connect, "
+        "and where a document's alerts may be sent (repeatable; default: anywhere)",
     )
     p.add_argument(
         "--allow-spark-conf",
@@ -115,6 +115,22 @@ def register(subparsers: Any) -> None:
         "$STREAMSIFT_SPARK_MASTER, else each pipeline's runtime.master, else local[2])",
     )
     p.add_argument(
+        "--alerts",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="alert rules and channels (YAML or JSON, the shape of a pipeline's alerts: "
+        "section) for every pipeline; a pipeline's own rules replace these per condition, "
+        "its channels add to these (docs/operations.md, Alerts)",
+    )
+    p.add_argument(
+        "--alerts-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how often the alert conditions are judged (default 5)",
+    )
+    p.add_argument(
         "--demo",
         action="store_true",
         help="also start the bundled Kafka broker, a generator of events with duplicates and "
@@ -149,6 +165,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for name in args.allowed_host:
         if name.strip() != "*" and split_host(name) is None:
             return fail(f"--allowed-host takes a host name (or *), not {name!r}", code=2)
+    alerts = None
+    if args.alerts is not None:
+        from streamsift.config import ConfigError
+        from streamsift.config.alerts import parse_alerts
+        from streamsift.config.loader import read_document
+
+        try:
+            alerts = parse_alerts(read_document(args.alerts), source=str(args.alerts))
+        except ConfigError as exc:
+            return fail(f"--alerts: {exc}", code=2)
+    if not args.alerts_interval > 0:
+        return fail(f"--alerts-interval must be above 0, not {args.alerts_interval}", code=2)
     if token is None and not args.no_token and not is_loopback(args.host):
         return fail(
             f"refusing to serve on {args.host} without a token: anyone who reaches the port "
@@ -171,6 +199,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         allow_paths=tuple(p.resolve() for p in args.allow_path),
         allow_connect=tuple(args.allow_connect),
         allow_spark_conf=tuple(args.allow_spark_conf),
+        alerts=alerts,
+        alerts_interval_s=args.alerts_interval,
     )
     try:
         sock = socket.create_server((settings.host, settings.port))

@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from streamsift.config.alerts import Alerts
 from streamsift.config.base import MAX_DEDUP_WINDOW, ConfigModel, shorten
 from streamsift.config.otlp import OtlpSource, with_otlp_defaults
 from streamsift.config.rows import KAFKA_FIELDS
@@ -179,6 +180,7 @@ class Pipeline(ConfigModel):
     sink: ClickHouseSink
     dlq: Dlq = Dlq()
     runtime: Runtime = Runtime()
+    alerts: Alerts | None = None  # who hears when it fails, lags, ... (config/alerts.py)
 
     @field_validator("name")
     @classmethod

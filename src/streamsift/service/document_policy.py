@@ -8,8 +8,10 @@ operator allowed (`--allow-path`), after `..` and symbolic links; its Spark sett
 tuning keys from an allow-list the operator may widen (`--allow-spark-conf`); its Spark
 master is local, or the one the server was started with; its Kafka properties load no
 library; its OAUTHBEARER token provider is `aws_msk_iam` or one the operator registered by
-name. A relative path in such a document is relative to the data dir: the service makes it
-absolute when it stores the document. docs/security.md lists the rules and the settings.
+name; its alerts go to http(s) URLs and SMTP servers inside the operator's `--allow-connect`
+list, when there is one (the server itself sends them). A relative path in such a document
+is relative to the data dir: the service makes it absolute when it stores the document.
+docs/security.md lists the rules and the settings.
 
 A breach is a `ConfigError` naming the field (HTTP 422), like any invalid document.
 """
@@ -25,11 +27,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from streamsift.config.alerts import Alerts
 from streamsift.config.errors import ConfigError
 from streamsift.config.kafka_properties import AWS_MSK_IAM
 from streamsift.config.kafka_security import KafkaSecurity
 from streamsift.config.models import Pipeline
 from streamsift.config.source import KafkaSource
+from streamsift.service import destinations
 from streamsift.sources.kafka_auth import (
     PROVIDERS_ENV,
     REGISTERED_ONLY_ENV,
@@ -82,6 +86,8 @@ class DocumentPolicy:
     data_dir: Path
     allow_paths: tuple[Path, ...] = ()
     allow_spark_conf: tuple[str, ...] = ()
+    # where a document's alerts may be sent (`--allow-connect`); empty: anywhere
+    allow_connect: tuple[str, ...] = ()
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -112,6 +118,31 @@ class DocumentPolicy:
             yield from self.security_problems(source.security, f"{where}.security")
             for key, value in source.properties.items():
                 yield from self._property(f"{where}.properties.{key}", key, value)
+        if pipeline.alerts is not None:
+            yield from self.alert_problems(pipeline.alerts, "alerts")
+
+    def alert_problems(self, alerts: Alerts, where: str) -> Iterator[str]:
+        """Alert channels the server may not send to: a URL that is not http(s), a host
+        outside `--allow-connect` (a document would make the server post there)."""
+        targets: list[tuple[str, str, bool]] = []  # field, URL or host, is a URL
+        targets += [
+            (f"{where}.webhooks[{i}].url", w.url, True) for i, w in enumerate(alerts.webhooks)
+        ]
+        targets += [
+            (f"{where}.slack[{i}].webhook_url", s.webhook_url.get_secret_value(), True)
+            for i, s in enumerate(alerts.slack)
+        ]
+        targets += [(f"{where}.email[{i}].host", e.host, False) for i, e in enumerate(alerts.email)]
+        for field, target, is_url in targets:
+            host = destinations.url_host(target) if is_url else target
+            if is_url and urlparse(target.strip()).scheme.lower() not in ("http", "https"):
+                yield f"{field}: only http and https URLs can receive alerts"
+            elif self.allow_connect and destinations.refused(self.allow_connect, [host]):
+                shown = "its host" if field.endswith("webhook_url") else host
+                yield (
+                    f"{field}: {shown} is outside this server's --allow-connect list: "
+                    "alerts may not be sent there"
+                )
 
     def security_problems(self, security: KafkaSecurity, where: str) -> Iterator[str]:
         """A Kafka security block's breaches: paths outside the roots, a provider by module."""

@@ -65,3 +65,15 @@ class TokenProviderFailed(ConfigurationError):
         "check security.oauthbearer: the provider's name and args, and what it needs on this "
         "server (its package, credentials); the server's log has the details"
     )
+
+
+# ------------------------------------------------------------------ alerts
+
+
+class AlertNotSent(TransientError):
+    """A channel did not take an alert (no answer, a 5xx, a 429, an SMTP server that was
+    busy): tried again with back-off, a bounded number of times."""
+
+
+class AlertRefused(PermanentError):
+    """A channel refused an alert for good (a 4xx, an SMTP address refused): not retried."""
