@@ -28,6 +28,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from streamsift.config.base import ConfigModel, Duration, shorten
 from streamsift.config.errors import ConfigError, format_validation_error
+from streamsift.config.secrets import MASK
 
 CONDITIONS = ("failed", "retrying", "lag", "dlq_growth")
 # scheme://host[:port][/...]: the host part is what the service checks (document_policy.py)
@@ -142,7 +143,8 @@ class SlackChannel(ConfigModel):
     @field_validator("webhook_url")
     @classmethod
     def _url(cls, v: SecretStr) -> SecretStr:
-        check_http_url(v.get_secret_value(), secret=True)
+        if v.get_secret_value() != MASK:  # sent back masked: an edit keeps the stored one
+            check_http_url(v.get_secret_value(), secret=True)
         return v
 
 

@@ -32,6 +32,7 @@ from streamsift.config.errors import ConfigError
 from streamsift.config.kafka_properties import AWS_MSK_IAM
 from streamsift.config.kafka_security import KafkaSecurity
 from streamsift.config.models import Pipeline
+from streamsift.config.secrets import MASK
 from streamsift.config.source import KafkaSource
 from streamsift.service import destinations
 from streamsift.sources.kafka_auth import (
@@ -134,6 +135,8 @@ class DocumentPolicy:
         ]
         targets += [(f"{where}.email[{i}].host", e.host, False) for i, e in enumerate(alerts.email)]
         for field, target, is_url in targets:
+            if target == MASK:  # a secret sent back masked: the stored one is checked
+                continue
             host = destinations.url_host(target) if is_url else target
             if is_url and urlparse(target.strip()).scheme.lower() not in ("http", "https"):
                 yield f"{field}: only http and https URLs can receive alerts"
