@@ -123,6 +123,14 @@ export type PurgeResult = Schemas["PurgeResult"];
 export type ReplayRequest = Schemas["ReplayRequest"];
 export type ReplayResult = Schemas["ReplayResult"];
 export type Validated = Schemas["ValidateResult"];
+export type UiDefaults = Schemas["UiDefaults"];
+export type NameCheck = Schemas["NameCheck"];
+export type ClickHouseCheck = Schemas["ClickHouseCheck"];
+export type UploadCheck = Schemas["UploadCheck"];
+export type TablePlan = Schemas["TablePlan"];
+export type Series = Schemas["Series"];
+export type SeriesPoint = Schemas["SeriesPoint"];
+export type Rate = Schemas["Rate"];
 
 // ---------------------------------------------------------------- routes
 
@@ -167,6 +175,16 @@ export const api = {
   ) => post<ExpressionValue>("/api/v1/expressions/evaluate", { expression, fields, event, type }),
   clickhouseTest: (c: Record<string, unknown>) =>
     post<ClickHouseTest>("/api/v1/connections/clickhouse/test", c),
+  // the UI's helpers (api/routers/ui_support.py)
+  defaults: () => get<UiDefaults>("/api/v1/ui/defaults"),
+  nameCheck: (name: string) => get<NameCheck>(`/api/v1/ui/names/${encodeURIComponent(name)}`),
+  clickhouseCheck: (c: Record<string, unknown>) => post<ClickHouseCheck>("/api/v1/ui/clickhouse/check", c),
+  uploadCheck: (body: { json: unknown } | { yaml: string }) =>
+    request<UploadCheck>("POST", "/api/v1/ui/upload/check", body),
+  tablePlan: (doc: unknown) => post<TablePlan>("/api/v1/ui/table-plan", doc),
+  series: (pid: string, minutes = 60) =>
+    get<Series>(`/api/v1/ui/series/${encodeURIComponent(pid)}?minutes=${minutes}`),
+  rates: () => get<Rate[]>("/api/v1/ui/rates"),
   clickhouseColumns: (c: Record<string, unknown>, table: string) =>
     post<Column[]>("/api/v1/connections/clickhouse/columns", { ...c, table }),
 };

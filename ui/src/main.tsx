@@ -75,6 +75,7 @@ function Page({ hash }: { hash: string }) {
   if (parts[0] === "upload") return <UploadPage />;
   if (parts[0] === "p" && parts[1] && parts[2] === "dlq") return <DlqPage id={parts[1]} />;
   if (parts[0] === "p" && parts[1] && parts[2] === "edit") return <EditPage id={parts[1]} />;
+  if (parts[0] === "p" && parts[1] && parts[2] === "wizard") return <Wizard editId={parts[1]} />;
   if (parts[0] === "p" && parts[1]) return <PipelinePage id={parts[1]} />;
   return <PipelinesPage />;
 }

@@ -65,7 +65,10 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("ui-serve") / "data"
     # the wizard tests put their embedded ClickHouse in their own temp dirs: allowed here
     base = tmp_path_factory.getbasetemp()
-    settings = ServiceSettings(data_dir=data, probe_timeout_s=5, allow_paths=(base,))
+    # the charts' history sampled every second (10 s in production), so a test sees points soon
+    settings = ServiceSettings(
+        data_dir=data, probe_timeout_s=5, allow_paths=(base,), history_interval_s=1.0
+    )
     with ServerThread(create_app(settings)) as server:
         try:
             yield server.url

@@ -107,11 +107,13 @@ def test_edit_a_stopped_pipeline_then_replay_its_dead_letters_and_purge(
     document = httpx.get(f"{ui_server}/api/v1/pipelines/{name}/document", timeout=30).json()
     assert document["dedup"]["mode"] == "last"
 
-    expect(page.get_by_role("link", name=f"edit {name}")).to_have_count(0)  # not while running
+    expect(page.get_by_role("link", name=f"edit {name}", exact=True)).to_have_count(
+        0
+    )  # not while running
     page.get_by_role("button", name=f"stop {name}").click()
     page.get_by_role("dialog").get_by_role("button", name="Stop").click()
     expect(page.locator(".title-row .state")).to_have_text("Stopped", timeout=120_000)
-    page.get_by_role("link", name=f"edit {name}").click()
+    page.get_by_role("link", name=f"edit {name}", exact=True).click()
 
     expect(page.get_by_role("heading", name=f"Edit {name}")).to_be_visible()
     doc = page.get_by_label("Pipeline document (YAML)")

@@ -1,21 +1,19 @@
-// One pipeline: its figures, throughput and lag over the last minutes (sampled from its
-// status every 2 s while the page is open), recent micro-batches, its definition (secrets
+// One pipeline: its figures, throughput and lag over the last hour (as the server recorded
+// them: service/history.py, so the charts are full on a fresh visit), recent micro-batches, its definition (secrets
 // as ***, downloadable as YAML) and its history.
 import { useRef, useState } from "preact/hooks";
 import YAML from "yaml";
-import { api, type Status, type StatusChange } from "../api";
+import { api, type Series, type Status, type StatusChange } from "../api";
 import { Chart } from "../components/Chart";
 import { Message, download, fmt, usePoll } from "../components/ui";
 import { PipelineActions } from "./actions";
 import { POLL_MS } from "./PipelinesPage";
 
-const WINDOW_S = 10 * 60;
+const CHART_MINUTES = 60;
 
-interface Sample { t: number; written: number; lag: number | null }
 interface Batch { at: string; duration: number | null; written: number; read: number }
 
 export function PipelinePage({ id }: { id: string }) {
-  const samples = useRef<Sample[]>([]);
   const batches = useRef<Batch[]>([]);
   const [problem, setProblem] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -27,19 +25,20 @@ export function PipelinePage({ id }: { id: string }) {
   const doc = usePoll(() => api.document(id), 30_000, [id]);
   const table = usePoll(() => api.rows(id, 10), 5_000, [id]);
   const history = usePoll<StatusChange[]>(() => api.history(id), 5_000, [id]);
+  // the charts: the figures the server recorded (GET /api/v1/ui/series), there on every visit
+  const series = usePoll<Series>(() => api.series(id, CHART_MINUTES), 5_000, [id]);
 
   function record(s: Status) {
-    const t = Date.now() / 1000;
-    samples.current = [...samples.current.filter((x) => x.t > t - WINDOW_S), { t, written: s.written, lag: s.lag }];
     const last = batches.current[0];
     if (s.last_batch_at && (!last || last.at !== s.last_batch_at)) {
       batches.current = [{ at: s.last_batch_at, duration: s.last_batch_duration_ms, written: s.written, read: s.read }, ...batches.current].slice(0, 10);
     }
   }
-  const pts = samples.current;
-  const times = pts.slice(1).map((p) => p.t);
-  const rates = pts.slice(1).map((p, i) => Math.max(0, (p.written - pts[i].written) / (p.t - pts[i].t)));
-  const lags = pts.slice(1).map((p) => p.lag);
+  const pts = series.data?.points ?? [];
+  const times = pts.map((p) => Date.parse(p.at) / 1000);
+  const rates = pts.map((p) => p.written_per_s ?? null);
+  const lags = pts.map((p) => p.lag ?? null);
+  const interval = series.data?.interval_s ?? 10;
   const s = data?.status;
   const p = data?.pipeline;
   const yaml = doc.data ? YAML.stringify(doc.data) : "";
@@ -75,7 +74,11 @@ export function PipelinePage({ id }: { id: string }) {
         <Chart title="Rows written per second" unit="rows/s" times={times} values={rates} />
         <Chart title="Lag" unit="messages" times={times} values={lags} />
       </div>
-      <p class="muted">Charts cover the last {WINDOW_S / 60} minutes this page was open.</p>
+      <p class="muted" data-testid="chart-note">
+        {pts.length
+          ? `Charts show the last ${CHART_MINUTES} minutes as the server recorded them (a point every ${interval} s; the server keeps 24 hours).`
+          : `No figures recorded yet: the server takes a point every ${interval} s.`}
+      </p>
       <h2 id="rows-title">Rows in ClickHouse{table.data ? `: ${table.data.table}` : ""}</h2>
       {table.error && <Message kind="error">{table.error}</Message>}
       {table.data && !table.data.exists && <p class="muted">The table does not exist yet: the pipeline creates it when it starts.</p>}

@@ -1,6 +1,6 @@
-// Every pipeline with its state and figures, polled every 2 s; rows/s from the change of
-// `written` between polls.
-import { useRef, useState } from "preact/hooks";
+// Every pipeline with its state and figures, polled every 2 s; rows/s as the server measured
+// them (its history of each pipeline, service/history.py); search by name and filter by state.
+import { useState } from "preact/hooks";
 import { api, type Pipeline, type Status } from "../api";
 import { Message, fmt, usePoll } from "../components/ui";
 import { PipelineActions } from "./actions";
@@ -14,26 +14,25 @@ interface Row {
 }
 
 export function PipelinesPage() {
-  const last = useRef(new Map<string, { written: number; at: number }>());
   const [notice, setNotice] = useState<string | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
+  const [search, setSearch] = useState("");
+  const [stateFilter, setStateFilter] = useState("all");
   const { data, error, refresh } = usePoll<Row[]>(async () => {
-    const pipelines = await api.pipelines();
-    const now = performance.now();
+    // rows/s as the server measured them over its last interval (GET /api/v1/ui/rates)
+    const [pipelines, rates] = await Promise.all([api.pipelines(), api.rates().catch(() => [])]);
+    const rateOf = new Map(rates.map((r) => [r.id, r.written_per_s]));
     return Promise.all(
       pipelines.map(async (pipeline) => {
         const status = await api.status(pipeline.id).catch(() => null);
-        let rate: number | null = null;
-        const before = last.current.get(pipeline.id);
-        if (status && before && now > before.at) {
-          rate = Math.max(0, ((status.written - before.written) * 1000) / (now - before.at));
-        }
-        if (status) last.current.set(pipeline.id, { written: status.written, at: now });
-        return { pipeline, status, rate };
+        return { pipeline, status, rate: rateOf.get(pipeline.id) ?? null };
       }),
     );
   }, POLL_MS);
-
+  const words = search.trim().toLowerCase();
+  const shown = (data ?? []).filter(({ pipeline: p }) =>
+    (stateFilter === "all" || (stateFilter === "active" ? !["Stopped", "Failed"].includes(p.state) : p.state === stateFilter))
+    && (!words || p.name.toLowerCase().includes(words) || (p.error ?? "").toLowerCase().includes(words)));
   return (
     <section aria-labelledby="pipelines-title">
       <div class="title-row">
@@ -53,6 +52,26 @@ export function PipelinesPage() {
         </p>
       )}
       {data && data.length > 0 && (
+        <div class="toolbar" role="search">
+          <div class="field">
+            <label for="pipeline-search">Search pipelines</label>
+            <input id="pipeline-search" type="search" value={search} placeholder="name or error"
+              onInput={(e) => setSearch(e.currentTarget.value)} />
+          </div>
+          <div class="field">
+            <label for="pipeline-state">Show</label>
+            <select id="pipeline-state" value={stateFilter} onChange={(e) => setStateFilter(e.currentTarget.value)}>
+              <option value="all">all pipelines</option>
+              <option value="active">running or starting</option>
+              <option value="Running">Running</option>
+              <option value="Stopped">Stopped</option>
+              <option value="Failed">Failed</option>
+            </select>
+          </div>
+          <p class="muted" role="status">{shown.length} of {data.length} shown</p>
+        </div>
+      )}
+      {data && data.length > 0 && (
         <div class="table-wrap">
           <table class="pipelines">
             <caption class="sr-only">Pipelines, updated every 2 seconds</caption>
@@ -70,7 +89,7 @@ export function PipelinesPage() {
               </tr>
             </thead>
             <tbody>
-              {data.map(({ pipeline: p, status: s, rate }) => (
+              {shown.map(({ pipeline: p, status: s, rate }) => (
                 <tr key={p.id} data-pipeline={p.id}>
                   <td data-label="Name"><a href={`#/p/${encodeURIComponent(p.id)}`}>{p.name}</a></td>
                   <td data-label="Status"><span class={`state ${p.state.toLowerCase()}`}>{p.state}</span></td>

@@ -49,7 +49,10 @@ export function PipelineActions(props: {
   return (
     <div class="actions">
       {actions.includes("resume") && (
-        <a class="button" href={`#/p/${encodeURIComponent(props.id)}/edit`} aria-label={`edit ${props.id}`}>Edit</a>
+        <>
+          <a class="button" href={`#/p/${encodeURIComponent(props.id)}/wizard`} aria-label={`edit ${props.id} in the wizard`}>Edit in wizard</a>
+          <a class="button" href={`#/p/${encodeURIComponent(props.id)}/edit`} aria-label={`edit ${props.id}`}>Edit YAML</a>
+        </>
       )}
       {actions.map((a) => (
         <button

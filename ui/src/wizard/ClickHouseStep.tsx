@@ -8,16 +8,24 @@ import { Field, Message, described, errorWords } from "../components/ui";
 import { clickhouseConnection, columnName, mappableFields, syncedMapping } from "./draft";
 import type { StepProps } from "./draft";
 
+const CH_TYPES = [
+  "String", "LowCardinality(String)", "Int32", "Int64", "UInt64", "Float64", "Decimal(18, 4)", "Bool",
+  "Date", "DateTime", "DateTime64(3, 'UTC')", "UUID", "Array(String)", "Map(String, String)",
+  "Nullable(String)", "Nullable(Int64)", "Nullable(Float64)",
+];
+
 export function ClickHouseStep({ draft, update, err }: StepProps) {
   const c = draft.ch;
   const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
   const [tables, setTables] = useState<string[]>([]);
   const [busy, setBusy] = useState(false);
+  const [orderText, setOrderText] = useState<string | null>(null); // as typed (commas and all)
 
   useEffect(() => {
     if (draft.tableMode === "create") {
       update((d) => {
         d.mapping = syncedMapping(d);
+        if (d.orderBy.length && d.orderBy.every((c) => d.mapping.some((m) => m.column === c))) return; // kept (an edit)
         if (d.dedup.enabled && d.dedup.mode !== "exact" && d.dedup.key.length) {
           const columns = d.dedup.key.map((k) => d.mapping.find((m) => m.field === k)?.column);
           d.orderBy = columns.every(Boolean) ? (columns as string[]) : [];
@@ -30,9 +38,10 @@ export function ClickHouseStep({ draft, update, err }: StepProps) {
     setBusy(true);
     setResult(null);
     try {
-      const r = await api.clickhouseTest(clickhouseConnection(draft));
+      // as deploy would meet it: a directory deploy creates, one this server shares, or a probe
+      const r = await api.clickhouseCheck(clickhouseConnection(draft));
       setTables(r.tables);
-      setResult({ ok: true, text: `Connected: ClickHouse ${r.version}, database ${r.database}, ${r.tables.length} table(s).` });
+      setResult({ ok: r.ok, text: r.message });
     } catch (e) {
       setResult({ ok: false, text: `Could not connect: ${errorWords(e)}` });
     } finally {
@@ -134,7 +143,8 @@ export function ClickHouseStep({ draft, update, err }: StepProps) {
             if (m.field) docIndex += 1;
             const base = `sink.mapping[${docIndex}]`;
             const columnErr = m.field ? err(`${base}.column`) : null;
-            const typeErr = m.field ? (err(`${base}.type`) ?? err(`${base}.field`) ?? err(base)) : null;
+            const always = draft.tableMode === "existing"; // the loaded columns' fit, said at once
+            const typeErr = m.field ? (err(`${base}.type`, always) ?? err(`${base}.field`, always) ?? err(base, always)) : null;
             return draft.tableMode === "create" ? (
               <div class="row" key={m.field}>
                 <div class="field"><span class="label">Field</span><code data-testid="mapping-field">{m.field}</code></div>
@@ -144,6 +154,7 @@ export function ClickHouseStep({ draft, update, err }: StepProps) {
                 </Field>
                 <Field id={`map-${i}-type`} label={`Type of column ${m.column || m.field}`} error={typeErr}>
                   <input {...described(`map-${i}-type`, typeErr)} data-problem-path={`${base}.type`} value={m.type} spellcheck={false}
+                    list="ch-types"
                     onInput={(e) => update((d) => { d.mapping[i].type = e.currentTarget.value; })} />
                 </Field>
               </div>
@@ -161,8 +172,18 @@ export function ClickHouseStep({ draft, update, err }: StepProps) {
             );
           })}
           {draft.tableMode === "create" && (
-            <p class="muted">ORDER BY {draft.orderBy.length ? draft.orderBy.join(", ") : "the first column"}.</p>
+            <Field id="ch-order-by" label="ORDER BY (columns, comma-separated)" error={err("sink.order_by")}
+              help="how the table sorts its rows; empty: no order (tuple())">
+              <input {...described("ch-order-by", err("sink.order_by"), true)} data-problem-path="sink.order_by" spellcheck={false}
+                value={orderText ?? draft.orderBy.join(", ")}
+                onInput={(e) => {
+                  const text = e.currentTarget.value;
+                  setOrderText(text);
+                  update((d) => { d.orderBy = text.split(",").map((x) => x.trim()).filter(Boolean); });
+                }} />
+            </Field>
           )}
+          <datalist id="ch-types">{CH_TYPES.map((t) => <option key={t} value={t} />)}</datalist>
           {err("sink:") && <Message kind="error">{err("sink:")}</Message>}
         </fieldset>
       )}

@@ -3,8 +3,14 @@
 // each problem is shown next to its field; Next stops at a step with problems.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
-import { Message, errorWords } from "../components/ui";
-import { emptyDraft, problemsFor, problemText, validationDocument, wizardPath, type Draft, type StepProps } from "./draft";
+import { Message, errorWords, fmt } from "../components/ui";
+import {
+  clickhouseConnection, emptyDraft, kafkaConnection, problemsFor, problemText, validationDocument, wizardPath,
+  type Draft, type StepProps,
+} from "./draft";
+import { fromDocument } from "./edit";
+import { forgetDraft, loadDraft, saveDraft } from "./storage";
+import { plainLine } from "./words";
 import { JoinStep } from "./JoinStep";
 import { KafkaStep, TopicStep } from "./sourceSteps";
 import { DedupStep, TransformStep } from "./shapeSteps";
@@ -32,17 +38,42 @@ const STEP_PATHS: Record<string, string[]> = {
   review: [""],
 };
 
-export function Wizard() {
-  const [draft, setDraft] = useState<Draft>(emptyDraft);
+export function Wizard({ editId }: { editId?: string } = {}) {
+  const [draft, setDraft] = useState<Draft | null>(null);
+  const [stored, setStored] = useState<Record<string, any> | null>(null); // the edited document
+  const [restored, setRestored] = useState<string | null>(null); // when the kept draft was saved
   const [step, setStep] = useState(0);
   const [problems, setProblems] = useState<string[]>([]);
   const [general, setGeneral] = useState<string | null>(null);
   const [checked, setChecked] = useState(0); // bumped after each validation
   const [moving, setMoving] = useState(false); // Next is checking the step: one move at a time
+  const [touched, setTouched] = useState<string[]>([]); // problem paths the user changed
+  const [tried, setTried] = useState<number[]>([]); // steps whose Next was pressed
   const movingNow = useRef(false); // the same, for a second click before the next render
   const heading = useRef<HTMLHeadingElement>(null);
   const seq = useRef(0);
   const name = STEPS[step];
+
+  // Start: the pipeline being edited, else the draft this browser kept, else the server's defaults.
+  useEffect(() => {
+    if (editId) {
+      api.document(editId)
+        .then((doc) => { setStored(doc); setDraft(fromDocument(doc)); })
+        .catch((e) => setGeneral(errorWords(e)));
+      return;
+    }
+    const saved = loadDraft();
+    if (saved) {
+      setDraft(saved.draft);
+      setStep(Math.min(saved.step, STEPS.length - 1));
+      setRestored(saved.at);
+      return;
+    }
+    api.defaults().then((d) => setDraft(emptyDraft(d))).catch(() => setDraft(emptyDraft()));
+  }, [editId]);
+
+  // Keep the new pipeline's draft in this browser (not an edit: the server has that one).
+  useEffect(() => { if (draft && !editId) saveDraft(draft, step); }, [draft, step]);
 
   const validate = async (d: Draft, at: number): Promise<string[]> => {
     const mine = ++seq.current;
@@ -52,7 +83,9 @@ export function Wizard() {
       setGeneral(null);
     } catch (e) {
       if (e instanceof ApiError && e.status === 422) {
-        found = (e.problems.length ? e.problems : [e.message]).map(wizardPath);
+        found = (e.problems.length ? e.problems : [e.message]).map(wizardPath)
+          // an edit's secrets are *** until saved: the server restores them then
+          .filter((l) => !(editId && l.includes("masked (***)")));
         setGeneral(null);
       } else {
         setGeneral(errorWords(e));
@@ -64,11 +97,21 @@ export function Wizard() {
 
   // Validate as you type (debounced), against the same rules as the API.
   useEffect(() => {
+    if (!draft) return;
     const timer = setTimeout(() => validate(draft, step), 350);
     return () => clearTimeout(timer);
   }, [draft, step]);
 
   useEffect(() => heading.current?.focus(), [step]);
+
+  if (!draft) {
+    return (
+      <section class="wizard" aria-labelledby="wizard-title">
+        <h1 id="wizard-title">{editId ? `Edit ${editId}` : "New pipeline"}</h1>
+        {general ? <Message kind="error">{general}</Message> : <Message kind="info">Loading…</Message>}
+      </section>
+    );
+  }
 
   const update = (change: (d: Draft) => void) => {
     const next = structuredClone(draft);
@@ -77,22 +120,32 @@ export function Wizard() {
   };
   const stepProblems = (list: string[]) =>
     list.filter((p) => STEP_PATHS[name].some((path) => path === "" || problemsFor([p], path).length));
-  const err = (path: string) => problemText(problemsFor(problems, path));
+  // A message shows once its field was changed, or once Next was pressed on the step.
+  const shown = (path: string) =>
+    tried.includes(step) || name === "review" ||
+    touched.some((t) => t === path || t.startsWith(`${path}.`) || t.startsWith(`${path}[`) || path.startsWith(`${t}.`) || path.startsWith(`${t}[`));
+  const err = (path: string, always = false) => (always || shown(path) ? problemText(problemsFor(problems, path)) : null);
+  const touch = (e: Event) => {
+    const at = (e.target as HTMLElement | null)?.closest?.("[data-problem-path]")?.getAttribute("data-problem-path");
+    if (at && !touched.includes(at)) setTouched([...touched, at]);
+  };
 
   const next = async () => {
     if (movingNow.current) return;
     movingNow.current = true;
     setMoving(true);
+    if (!tried.includes(step)) setTried([...tried, step]);
     let found: string[];
+    let blocked: string | null = null;
     try {
       found = stepProblems(await validate(draft, step));
+      if (!found.length) blocked = localProblem(draft, name) ?? await reachable(draft, name, update);
     } finally {
       movingNow.current = false;
       setMoving(false);
     }
-    const local = localProblem(draft, name);
-    if (found.length || local) {
-      if (local) setGeneral(local);
+    if (found.length || blocked) {
+      setGeneral(blocked);
       setTimeout(() => (document.querySelector("[aria-invalid=true]") as HTMLElement | null)?.focus(), 0);
       return;
     }
@@ -100,13 +153,29 @@ export function Wizard() {
     setStep(step + 1);
   };
 
-  const unplaced = stepProblems(problems).filter(
+  const discard = () => {
+    forgetDraft();
+    setRestored(null);
+    setStep(0);
+    setTouched([]);
+    setTried([]);
+    api.defaults().then((d) => setDraft(emptyDraft(d))).catch(() => setDraft(emptyDraft()));
+  };
+
+  const unplaced = tried.includes(step) ? stepProblems(problems).filter(
     (p) => !document.querySelector(`[data-problem-path="${CSS.escape(p.split(":")[0])}"]`),
-  );
+  ) : [];
   const props: StepProps = { draft, update, err };
   return (
     <section class="wizard" aria-labelledby="wizard-title">
-      <h1 id="wizard-title">New pipeline</h1>
+      <div class="title-row">
+        <h1 id="wizard-title">{editId ? `Edit ${editId}` : "New pipeline"}</h1>
+        {!editId && <button type="button" onClick={discard}>Discard draft</button>}
+      </div>
+      {editId && <p><a href={`#/p/${encodeURIComponent(editId)}`}>← {editId}</a> · <a href={`#/p/${encodeURIComponent(editId)}/edit`}>edit as YAML</a></p>}
+      {restored && (
+        <Message kind="info">Your draft from {fmt.dateTime(restored)} was kept in this browser: carry on, or discard it to start afresh. Passwords are never kept: type them again.</Message>
+      )}
       <ol class="steps" aria-label="steps">
         {STEPS.map((s, i) => (
           <li key={s} aria-current={i === step ? "step" : undefined} class={i < step ? "done" : ""}>
@@ -118,7 +187,8 @@ export function Wizard() {
           </li>
         ))}
       </ol>
-      <form class="card step" onSubmit={(e) => { e.preventDefault(); if (name !== "review") next(); }} noValidate>
+      <form class="card step" onSubmit={(e) => { e.preventDefault(); if (name !== "review") next(); }}
+        onInput={touch} onChange={touch} noValidate>
         <h2 ref={heading} tabIndex={-1}>{TITLES[name]}</h2>
         {name === "kafka" && <KafkaStep {...props} />}
         {name === "topic" && <TopicStep {...props} />}
@@ -126,10 +196,13 @@ export function Wizard() {
         {name === "join" && <JoinStep {...props} />}
         {name === "transform" && <TransformStep {...props} />}
         {name === "clickhouse" && <ClickHouseStep {...props} />}
-        {name === "review" && <ReviewStep {...props} problems={problems} checked={checked} />}
+        {name === "review" && (
+          <ReviewStep {...props} problems={problems} checked={checked}
+            editing={editId && stored ? { id: editId, stored } : null} />
+        )}
         {general && <Message kind="error">{general}</Message>}
         {name !== "review" && unplaced.length > 0 && (
-          <Message kind="error">{unplaced.map((p) => <div key={p}>{p}</div>)}</Message>
+          <Message kind="error">{unplaced.map((p) => <div key={p}>{plainLine(p)}</div>)}</Message>
         )}
         <div class="buttons nav">
           <button type="button" disabled={step === 0} onClick={() => { setGeneral(null); setStep(step - 1); }}>Back</button>
@@ -140,6 +213,22 @@ export function Wizard() {
       </form>
     </section>
   );
+}
+
+/** Next's check of what the step connects to: Kafka must answer; a ClickHouse must be
+ * reachable or be one deploy can create or share. Null when the step may be left. */
+async function reachable(d: Draft, step: string, update: (change: (d: Draft) => void) => void): Promise<string | null> {
+  try {
+    if (step === "kafka") {
+      const r = await api.kafkaTest(kafkaConnection(d));
+      update((x) => { x.topics = r.topics; });
+    }
+    if (step === "clickhouse") await api.clickhouseCheck(clickhouseConnection(d));
+    return null;
+  } catch (e) {
+    const what = step === "kafka" ? "Kafka" : "ClickHouse";
+    return `${what} did not answer as needed, so this step cannot be left yet: ${errorWords(e)}`;
+  }
 }
 
 /** What a step needs before Next that the document cannot say yet. */

@@ -2,6 +2,8 @@
 // The document is what the API validates and creates: the wizard holds no rules of its
 // own beyond sensible defaults; every check is the API's (POST /api/v1/pipelines/validate).
 
+import { plainOnce } from "./words";
+
 export const FIELD_TYPES = ["string", "int", "float", "bool", "timestamp", "array", "map", "json"];
 export type DedupMode = "first" | "last" | "exact";
 
@@ -81,12 +83,22 @@ export interface Draft {
   tableMode: "create" | "existing";
   mapping: MappingRow[];
   orderBy: string[];
+  /** What this server already has: table and pipeline names a default must not repeat. */
+  known: { tables: string[]; names: string[] };
 }
 
-export function emptyDraft(): Draft {
+/** The server's defaults the wizard starts from (GET /api/v1/ui/defaults). */
+export interface Defaults {
+  bootstrap_servers: string[];
+  clickhouse_path: string;
+  tables_in_use: { table: string }[];
+  pipelines: string[];
+}
+
+export function emptyDraft(defaults?: Defaults | null): Draft {
   return {
     name: "",
-    kafka: { bootstrap_servers: "127.0.0.1:9092", protocol: "PLAINTEXT", mechanism: "PLAIN", username: "", password: "", ca_file: "" },
+    kafka: { bootstrap_servers: defaults?.bootstrap_servers[0] ?? "127.0.0.1:9092", protocol: "PLAINTEXT", mechanism: "PLAIN", username: "", password: "", ca_file: "" },
     topics: [],
     topic: "",
     nullable: [],
@@ -102,12 +114,22 @@ export function emptyDraft(): Draft {
     },
     transforms: [],
     filter: "",
-    ch: { kind: "embedded", path: "clickhouse", host: "", port: "8123", username: "default", password: "", database: "default", secure: false },
+    ch: { kind: "embedded", path: defaults?.clickhouse_path ?? "clickhouse", host: "", port: "8123", username: "default", password: "", database: "default", secure: false },
     table: "",
     tableMode: "create",
     mapping: [],
     orderBy: [],
+    known: {
+      tables: defaults?.tables_in_use.map((t) => t.table) ?? [],
+      names: defaults?.pipelines ?? [],
+    },
   };
+}
+
+/** `base`, or `base_2`, `base_3`, ... : the first not in `taken`. */
+export function freeName(base: string, taken: string[], sep = "_"): string {
+  if (!taken.includes(base)) return base;
+  for (let i = 2; ; i++) if (!taken.includes(`${base}${sep}${i}`)) return `${base}${sep}${i}`;
 }
 
 const SASL = (protocol: string) => protocol.startsWith("SASL_");
@@ -308,16 +330,18 @@ export function problemsFor(problems: string[], path: string): string[] {
   });
 }
 
-/** The part of a problem line after its path: what to show next to the field. */
+/** The part of a problem line after its path, in plain words, each once: what to show
+ * next to the field. */
 export function problemText(lines: string[]): string | null {
-  if (!lines.length) return null;
-  return lines.map((l) => l.replace(/^[^:]*:\s*/, "")).join("; ");
+  return plainOnce(lines.map((l) => l.replace(/^[^:]*:\s*/, "")));
 }
 
 /** What every wizard step gets: the draft, a way to change it, and its problems by path. */
 export interface StepProps {
   draft: Draft;
   update: (change: (d: Draft) => void) => void;
-  /** The message for the control whose problem path is `path`, or null. */
-  err: (path: string) => string | null;
+  /** The message for the control whose problem path is `path`, or null; shown once the
+   * control was changed or Next was pressed, or at once with `always` (a consequence of
+   * something the user did elsewhere, e.g. an existing table's columns loaded). */
+  err: (path: string, always?: boolean) => string | null;
 }

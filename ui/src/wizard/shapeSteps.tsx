@@ -5,6 +5,7 @@ import { api } from "../api";
 import { Field, described, errorWords } from "../components/ui";
 import { FIELD_TYPES, sampleEvent, type DedupMode, type Draft } from "./draft";
 import type { StepProps } from "./draft";
+import { plainOnce } from "./words";
 
 const MODES: [DedupMode, string][] = [
   ["first", "First wins: the first event with a key is written; later ones within the window are dropped."],
@@ -52,6 +53,11 @@ export function DedupStep({ draft, update, err }: StepProps) {
               {err("dedup.key") && <div class="error" id="dedup-key-error" role="alert">{err("dedup.key")}</div>}
             </fieldset>
           )}
+          <p class="muted" id="dedup-partition-note">
+            Duplicates are found per Kafka partition: a re-send must carry the dedup key as its Kafka
+            message key, so that every copy of an event lands in the same partition. Copies produced
+            with other message keys may reach another partition and are then not recognised.
+          </p>
           <Field id="dedup-window" label="Time window" error={err("dedup.time_window")}
             help="How long a key is remembered, e.g. 30s, 10m, 1h, 7d (at most 7 days).">
             <input {...described("dedup-window", err("dedup.time_window"), true)} data-problem-path="dedup.time_window"
@@ -85,7 +91,7 @@ function useEvaluation(draft: Draft, expression: string, type: string | undefine
           : `on the sample event: ${value}`;
         setPreview({ ok: true, text: r.note ? `${text} (${r.note})` : text });
       } catch (e) {
-        if (alive) setPreview({ ok: false, text: errorWords(e) });
+        if (alive) setPreview({ ok: false, text: plainOnce(errorWords(e).split("\n")) ?? "the expression cannot be used" });
       }
     }, 300);
     return () => { alive = false; clearTimeout(timer); };
@@ -102,7 +108,7 @@ function TransformRow({ draft, update, err, index, earlier }: StepProps & { inde
   const t = draft.transforms[index];
   const preview = useEvaluation(draft, t.expression, t.type, earlier);
   const base = `transform[${index}]`;
-  const exprErr = err(`${base}.expression`);
+  const exprErr = err(`${base}.expression`) ?? (preview && !preview.ok && t.expression.trim() ? preview.text : null);
   return (
     <div class="row transform">
       <Field id={`transform-${index}-name`} label={`Computed field ${index + 1} name`} error={err(`${base}.name`)}>
@@ -117,10 +123,10 @@ function TransformRow({ draft, update, err, index, earlier }: StepProps & { inde
       </Field>
       <Field id={`transform-${index}-expression`} label={`Computed field ${index + 1} expression (Spark SQL)`} error={exprErr}>
         <input {...described(`transform-${index}-expression`, exprErr)} data-problem-path={`${base}.expression`}
-          aria-describedby={`transform-${index}-preview`} value={t.expression} spellcheck={false}
+          aria-describedby={exprErr ? `transform-${index}-expression-error` : `transform-${index}-preview`} value={t.expression} spellcheck={false}
           onInput={(e) => update((d) => { d.transforms[index].expression = e.currentTarget.value; })} />
       </Field>
-      <PreviewLine id={`transform-${index}-preview`} preview={preview} />
+      <PreviewLine id={`transform-${index}-preview`} preview={preview?.ok ? preview : null} />
       <button type="button" class="remove" aria-label={`remove computed field ${t.name || index + 1}`}
         onClick={() => update((d) => { d.transforms.splice(index, 1); })}>Remove</button>
     </div>
@@ -133,6 +139,8 @@ export function TransformStep(props: StepProps) {
   // here, so they are offered by name and type (the API evaluates them as null).
   const computed = draft.transforms.filter((t) => t.name.trim()).map((t) => ({ name: t.name, type: t.type }));
   const filterPreview = useEvaluation(draft, draft.filter, undefined, { fields: computed, event: {} });
+  // one message for the filter: the document's problem, else the evaluation's
+  const filterErr = err("filter") ?? (filterPreview && !filterPreview.ok && draft.filter.trim() ? filterPreview.text : null);
   return (
     <>
       <p class="muted">Both are optional. Expressions are Spark SQL over the fields (dot paths as written), e.g. <code>amount * qty</code>, <code>upper(user.name)</code>.</p>
@@ -143,12 +151,12 @@ export function TransformStep(props: StepProps) {
         ))}
         <button type="button" onClick={() => update((d) => { d.transforms.push({ name: "", expression: "", type: "string" }); })}>Add a computed field</button>
       </fieldset>
-      <Field id="filter" label="Filter: keep events for which this is true" error={err("filter")}>
-        <input {...described("filter", err("filter"))} data-problem-path="filter" aria-describedby="filter-preview"
+      <Field id="filter" label="Filter: keep events for which this is true" error={filterErr}>
+        <input {...described("filter", filterErr)} data-problem-path="filter" aria-describedby={filterErr ? "filter-error" : "filter-preview"}
           value={draft.filter} spellcheck={false} placeholder="e.g. amount > 0"
           onInput={(e) => update((d) => { d.filter = e.currentTarget.value; })} />
       </Field>
-      <PreviewLine id="filter-preview" preview={filterPreview} />
+      <PreviewLine id="filter-preview" preview={filterPreview?.ok ? filterPreview : null} />
     </>
   );
 }

@@ -3,7 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Inferred } from "../api";
 import { Field, Message, described, errorWords } from "../components/ui";
-import { FIELD_TYPES, kafkaConnection, type Draft } from "./draft";
+import { FIELD_TYPES, freeName, kafkaConnection, type Draft } from "./draft";
 import type { StepProps } from "./draft";
 
 const PROTOCOLS = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
@@ -226,8 +226,9 @@ export function TopicStep(props: StepProps) {
         onSampled={(d, inferred, topic) => {
           d.dedup.key = likelyKey(inferred);
           d.mapping = [];
-          if (!d.table) d.table = topic.replace(/[^A-Za-z0-9_]/g, "_");
-          if (!d.name) d.name = `${topic.replace(/[^A-Za-z0-9_-]/g, "-")}-pipeline`.replace(/^[^A-Za-z0-9]+/, "");
+          // defaults that collide with nothing this server has (the demo's table, say)
+          if (!d.table) d.table = freeName(topic.replace(/[^A-Za-z0-9_]/g, "_"), d.known.tables);
+          if (!d.name) d.name = freeName(`${topic.replace(/[^A-Za-z0-9_-]/g, "-")}-pipeline`.replace(/^[^A-Za-z0-9]+/, ""), d.known.names, "-");
         }} />
       <Field id="start-from" label="Start from" error={err("source.start_from")}>
         <select {...described("start-from")} value={draft.startFrom}

@@ -1,0 +1,108 @@
+// Editing a stored pipeline in the wizard: its document read back into a draft, the
+// wizard's document merged over the stored one (settings the wizard has no step for are
+// kept), and the changes that need a fresh start (reset_state) said in words.
+import { emptyDraft, type Draft, type DedupMode } from "./draft";
+
+type Doc = Record<string, any>;
+
+function fieldsOf(schema: Doc | undefined) {
+  return ((schema?.fields ?? []) as Doc[]).map((f) => ({ name: String(f.name), type: String(f.type ?? "string") }));
+}
+
+function keyList(key: unknown): string[] {
+  if (Array.isArray(key)) return key.map(String);
+  return key ? [String(key)] : [];
+}
+
+/** The draft a stored document describes (secrets stay `***`: the server keeps them). */
+export function fromDocument(doc: Doc): Draft {
+  const d = emptyDraft();
+  const joined = Array.isArray(doc.sources) && doc.join;
+  const src: Doc = joined ? doc.sources[0] : doc.source ?? {};
+  const sec: Doc = src.security ?? {};
+  d.name = String(doc.name ?? "");
+  d.kafka = {
+    bootstrap_servers: String(src.bootstrap_servers ?? ""),
+    protocol: String(sec.protocol ?? "PLAINTEXT"),
+    mechanism: String(sec.mechanism ?? "PLAIN"),
+    username: String(sec.username ?? ""),
+    password: sec.password ? String(sec.password) : "",
+    ca_file: String(sec.ca_file ?? ""),
+  };
+  d.topic = String(src.topic ?? "");
+  d.topics = d.topic ? [{ name: d.topic, partitions: 0 }] : [];
+  d.startFrom = src.start_from === "latest" ? "latest" : "earliest";
+  d.fields = fieldsOf(src.schema);
+  d.eventTime = String(src.schema?.event_time ?? "");
+  const dedup: Doc | undefined = joined ? src.dedup : doc.dedup;
+  d.dedup = dedup
+    ? { enabled: true, mode: (dedup.mode ?? "first") as DedupMode, key: keyList(dedup.key), window: String(dedup.time_window ?? "1h") }
+    : { ...d.dedup, enabled: false, key: [] };
+  if (joined) {
+    const right: Doc = doc.sources[1] ?? {};
+    const j: Doc = doc.join;
+    d.join = {
+      enabled: true,
+      right: {
+        topic: String(right.topic ?? ""), samples: [], fields: fieldsOf(right.schema), nullable: [],
+        eventTime: String(right.schema?.event_time ?? ""),
+        dedup: right.dedup
+          ? { enabled: true, key: keyList(right.dedup.key)[0] ?? "", window: String(right.dedup.time_window ?? "1h") }
+          : { enabled: false, key: "", window: "1h" },
+      },
+      type: j.type === "left" ? "left" : "inner",
+      leftKey: String(j.left?.key ?? ""), rightKey: String(j.right?.key ?? ""),
+      leftWindow: String(j.left?.time_window ?? "1h"), rightWindow: String(j.right?.time_window ?? "1h"),
+      output: ((j.output ?? []) as Doc[]).map((o) => ({ from: o.from === "right" ? "right" : "left", field: String(o.field), as: String(o.as ?? o.field), on: true })),
+    };
+    if (d.join.right.topic) d.topics.push({ name: d.join.right.topic, partitions: 0 });
+  }
+  d.transforms = ((doc.transform ?? []) as Doc[]).map((t) => ({ name: String(t.name), expression: String(t.expression), type: String(t.type ?? "string") }));
+  d.filter = String(doc.filter ?? "");
+  const sink: Doc = doc.sink ?? {};
+  const ch: Doc = sink.clickhouse ?? {};
+  d.ch = ch.host
+    ? { kind: "server", path: "", host: String(ch.host), port: ch.port ? String(ch.port) : "", username: String(ch.username ?? "default"),
+        password: ch.password ? String(ch.password) : "", database: String(ch.database ?? "default"), secure: Boolean(ch.secure) }
+    : { ...d.ch, kind: "embedded", path: String(ch.path ?? "") };
+  d.table = String(sink.table ?? "");
+  d.tableMode = sink.create_table === false ? "existing" : "create";
+  d.mapping = ((sink.mapping ?? []) as Doc[]).map((m) => ({ field: String(m.field), column: String(m.column), type: String(m.type) }));
+  d.orderBy = keyList(sink.order_by);
+  return d;
+}
+
+const MANAGED = ["source", "sources", "dedup", "join", "transform", "filter"];
+
+/** The wizard's document over the stored one: what the wizard has no step for stays. */
+export function mergedDocument(stored: Doc, made: Doc): Doc {
+  const out: Doc = { ...stored };
+  for (const key of MANAGED) delete out[key];
+  for (const [key, value] of Object.entries(made)) {
+    if (key === "sink") out.sink = { ...(stored.sink ?? {}), ...value, clickhouse: value.clickhouse };
+    else if (key === "source" && stored.source) out.source = { ...stored.source, ...value };
+    else out[key] = value;
+  }
+  if (!made.sink?.order_by && out.sink) delete out.sink.order_by;
+  return out;
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+/** The changes between two documents that the checkpoint's state was built on, in words;
+ * saving them needs reset_state (the topics are read again from start_from). */
+export function resetReasons(before: Doc, after: Doc): string[] {
+  const reasons: string[] = [];
+  const topics = (d: Doc) => (d.sources ? (d.sources as Doc[]).map((s) => s.topic) : [d.source?.topic]);
+  if (!same(topics(before), topics(after)))
+    reasons.push(`The topics change (${topics(before).join(", ")} → ${topics(after).join(", ")}): the stored offsets belong to the old ones.`);
+  const dedup = (d: Doc) => (d.sources ? d.sources[0]?.dedup : d.dedup);
+  const b = dedup(before), a = dedup(after);
+  if (!same(b?.key, a?.key) || !same(b?.mode ?? "first", a?.mode ?? "first") || Boolean(a) !== Boolean(b))
+    reasons.push(`The deduplication changes (${b ? `key ${keyList(b.key).join(", ") || "payload"}, ${b.mode ?? "first"}` : "off"} → ${a ? `key ${keyList(a.key).join(", ") || "payload"}, ${a.mode ?? "first"}` : "off"}): the remembered keys no longer fit.`);
+  else if (!same(b?.time_window, a?.time_window))
+    reasons.push(`The dedup window changes (${b?.time_window} → ${a?.time_window}): the remembered keys were kept for the old window.`);
+  if (!same(before.join, after.join))
+    reasons.push("The join changes: the records waiting for a match were kept for the old join.");
+  return reasons;
+}
