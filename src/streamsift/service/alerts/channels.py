@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.client
 import json
 import smtplib
 import ssl
@@ -21,8 +22,6 @@ import time
 from email.message import EmailMessage
 from typing import Protocol
 from urllib.parse import urlsplit
-
-import httpx
 
 from streamsift.config.alerts import EmailChannel, SlackChannel, WebhookChannel
 from streamsift.service.alerts.notices import Notice
@@ -136,11 +135,24 @@ def sender_for(channel: WebhookChannel | SlackChannel | EmailChannel) -> Sender:
 
 
 def _post(label: str, url: str, body: bytes, headers: dict[str, str], timeout: float) -> None:
+    """POST `body` to `url` with http.client: no library logs the URL (a Slack URL is a
+    secret), no redirect is followed."""
+    parts = urlsplit(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    connection: http.client.HTTPConnection
+    if parts.scheme.lower() == "https":
+        connection = http.client.HTTPSConnection(
+            parts.hostname or "", parts.port, timeout=timeout, context=ssl.create_default_context()
+        )
+    else:
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
     try:
-        answer = httpx.post(url, content=body, headers=headers, timeout=timeout)
-    except httpx.HTTPError as exc:  # no answer: the exception's text may hold the URL
+        connection.request("POST", target, body=body, headers=headers)
+        code = connection.getresponse().status
+    except (OSError, http.client.HTTPException) as exc:  # its text may hold the host only
         raise AlertNotSent(f"{label}: no answer ({type(exc).__name__})") from None
-    code = answer.status_code
+    finally:
+        connection.close()
     if 200 <= code < 300:
         return
     if code >= 500 or code in RETRY_STATUSES:

@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from email import message_from_bytes
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 
 from streamsift.config.alerts import parse_alerts
 from streamsift.embedded.broker import free_port
@@ -31,6 +26,7 @@ from streamsift.service.alerts.channels import (
 from streamsift.service.alerts.delivery import Delivery, RetryPolicy
 from streamsift.service.alerts.episodes import Episode
 from streamsift.service.alerts.notices import Notice
+from support.alert_receivers import Mailbox, Receiver
 from support.waiting import wait_for
 
 SECRET = "hmac-Secret-4Zt8"
@@ -50,37 +46,6 @@ EPISODE = Episode(
 ALERT = Notice(EPISODE, resolved=False, state="Running")
 
 
-@dataclass
-class Receiver:
-    """An HTTP server on loopback answering each POST with the next of `answers` (then 200),
-    keeping what it got."""
-
-    answers: list[int] = field(default_factory=list)
-    got: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                receiver.got.append((self.path, dict(self.headers.items()), body))
-                self.send_response(receiver.answers.pop(0) if receiver.answers else 200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     r = Receiver()
@@ -88,22 +53,10 @@ def receiver() -> Iterator[Receiver]:
     r.close()
 
 
-class Mailbox:
-    def __init__(self) -> None:
-        self.messages: list[Any] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        self.messages.append(envelope)
-        return "250 OK"
-
-
 @pytest.fixture
-def smtp() -> Iterator[tuple[Controller, Mailbox]]:
-    box = Mailbox()
-    controller = Controller(box, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    yield controller, box
-    controller.stop()
+def smtp() -> Iterator[Mailbox]:
+    with Mailbox() as box:
+        yield box
 
 
 def test_the_webhook_is_signed_over_timestamp_and_body(receiver: Receiver):
@@ -137,14 +90,13 @@ def test_a_resolution_says_how_long_it_lasted(receiver: Receiver):
     assert "lasted 12m5s" in text
 
 
-def test_e_mail_reaches_the_smtp_server(smtp: tuple[Controller, Mailbox]):
-    controller, box = smtp
+def test_e_mail_reaches_the_smtp_server(smtp: Mailbox):
     channel = parse_alerts(
         {
             "email": [
                 {
                     "host": "127.0.0.1",
-                    "port": controller.port,
+                    "port": smtp.port,
                     "security": "none",
                     "from": "streamsift@example.com",
                     "to": ["ops@example.com", "oncall@example.com"],
@@ -153,7 +105,7 @@ def test_e_mail_reaches_the_smtp_server(smtp: tuple[Controller, Mailbox]):
         }
     )
     sender_for(channel.email[0]).send(ALERT)
-    [envelope] = box.messages
+    [envelope] = smtp.messages
     assert envelope.mail_from == "streamsift@example.com"
     assert envelope.rcpt_tos == ["ops@example.com", "oncall@example.com"]
     mail = message_from_bytes(envelope.content)
@@ -198,7 +150,7 @@ def test_an_unreachable_channel_does_not_hold_up_the_others(receiver: Receiver, 
     assert SECRET not in caplog.text
 
 
-def test_a_sender_raises_the_errors_kinds(smtp: tuple[Controller, Mailbox]):
+def test_a_sender_raises_the_errors_kinds():
     port = free_port()  # nothing listens
     channel = parse_alerts(
         {
