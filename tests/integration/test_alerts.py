@@ -94,6 +94,9 @@ def test_a_failure_alerts_once_per_channel_and_its_fix_resolves_once(
                 mail = message_from_bytes(mailbox.messages[0].content)
                 assert mail["Subject"].startswith(f"ALERT: streamsift pipeline {name} failed")
                 assert hook.forged == []
+                [episode] = client.alerts(name)  # the API's view: one open episode
+                assert (episode.condition, episode.resolved_at) == ("failed", None)
+                assert episode.id == alert["episode"] and episode.reason == error
                 time.sleep(6 * CHECK_EVERY_S)
                 assert counts(hook, slack, mailbox) == (1, 1, 1)  # still Failed: no more
 
@@ -122,6 +125,10 @@ def test_a_failure_alerts_once_per_channel_and_its_fix_resolves_once(
                 assert text.startswith(f"RESOLVED: streamsift pipeline {name}: no longer failed")
                 time.sleep(6 * CHECK_EVERY_S)
                 assert counts(hook, slack, mailbox) == (2, 2, 2)
+                [episode] = client.alerts(name)
+                assert episode.resolved_at is not None and episode.resolved_figure == (
+                    "state Running"
+                )
                 with contextlib.suppress(Conflict):
                     client.terminate(name)
             log = server.text()

@@ -22,6 +22,7 @@ from streamsift.api.deps import require_token
 from streamsift.api.error_responses import install_error_handlers
 from streamsift.api.http_guard import HttpGuard
 from streamsift.api.middleware import BodySizeLimit, CatchUnexpected
+from streamsift.api.routers import alerts as alerts_api
 from streamsift.api.routers import (
     connections,
     dlq,
@@ -103,9 +104,11 @@ def create_app(
         # Alerts: every pipeline's conditions judged on a thread (service/alerts/watch.py).
         alerts = AlertWatch(app.state.service, settings.alerts, settings.alerts_interval_s)
         alerts.start()
+        app.state.alerts = alerts  # its episodes, for routers/alerts.py
         try:
             yield
         finally:
+            app.state.alerts = None
             await run_in_threadpool(alerts.close)
             recorder.stop()
             app.state.ready = False
@@ -125,6 +128,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.service = service
+    app.state.alerts = None
     interval = settings.history_interval_s
     app.state.history = History(capacity=max(1, int(KEEP_S / interval)))
     app.state.history_interval_s = interval
@@ -153,6 +157,7 @@ def create_app(
         expressions,
         metrics,
         ui_support,
+        alerts_api,
     ):
         app.include_router(router.router, dependencies=auth, responses=ERROR_RESPONSES)
     glassflow_api.include(app, auth, ERROR_RESPONSES)  # GlassFlow's API: /api/v1/pipeline...

@@ -147,6 +147,12 @@ class Client:
 
     # -------------------------------------------------------------------- dead letters
 
+    def alerts(self, pipeline_id: str, limit: int = 100) -> list[m.AlertEpisode]:
+        """The pipeline's alert episodes, newest first (open ones have no `resolved_at`)."""
+        return self._typed_list(
+            m.AlertEpisode, "GET", f"{PIPELINES}/{pipeline_id}/alerts", params={"limit": limit}
+        )
+
     def metrics(self) -> str:
         """The server's Prometheus metrics, as text (docs/operations.md lists them)."""
         return self._response("GET", "/metrics").text

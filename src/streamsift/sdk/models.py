@@ -7,6 +7,7 @@ frozen, and fields a newer server adds are ignored, so an older SDK reads a newe
 
 from __future__ import annotations
 
+from streamsift.wire.alerts import AlertEpisodeModel as AlertEpisode
 from streamsift.wire.dead_letters import (
     ConsumedLetters,
     DeadLetterPage,
@@ -39,6 +40,7 @@ from streamsift.wire.pipelines import StatusChangeModel as StatusChange
 from streamsift.wire.pipelines import TableRowsModel as TableRows
 
 __all__ = [
+    "AlertEpisode",
     "ClickHouseTestResult",
     "Column",
     "ConsumedLetters",
