@@ -142,7 +142,12 @@ def test_a_pipeline_from_yaml_through_its_lifecycle_exactly_once(
         sdk.edit(name, current)
     assert refused.value.status == 409
     assert refused.value.details["current_status"] == "Running"
-    assert refused.value.details["valid_transitions"] == ["Stopping", "Terminating", "Failed"]
+    assert refused.value.details["valid_transitions"] == [
+        "Stopping",
+        "Retrying",
+        "Terminating",
+        "Failed",
+    ]
     with pytest.raises(Conflict):
         sdk.delete(name)
 
@@ -283,7 +288,7 @@ def test_no_route_and_no_log_shows_a_password(server: Serve, sdk: Client, broker
         "password": SASL_PASSWORD,
     }
     created = sdk.create(doc)
-    wait_for(in_state(sdk, name, "Failed"), START_TIMEOUT_S, what="Failed")
+    wait_for(in_state(sdk, name, "Retrying"), START_TIMEOUT_S, what="Retrying")
     answers = [
         httpx.get(f"{server.url}{path}", headers={"Authorization": f"Bearer {TOKEN}"})
         for path in (
@@ -299,12 +304,14 @@ def test_no_route_and_no_log_shows_a_password(server: Serve, sdk: Client, broker
     document = sdk.document(name)
     assert document["sink"]["clickhouse"]["password"] == "***"
     assert document["source"]["security"]["password"] == "***"
-    assert sdk.status(name).error  # it failed, readably
+    assert sdk.status(name).error  # it says why it retries, readably
     texts = [created.model_dump_json(), *(a.text for a in answers)]
     texts.append(server.log.read_text())
     texts += [p.read_text() for p in server.data_dir.rglob("*.log")]
     for text in texts:
         assert CH_PASSWORD not in text and SASL_PASSWORD not in text
+    sdk.stop(name)
+    wait_for(in_state(sdk, name, "Stopped"), START_TIMEOUT_S, what="Stopped")
     sdk.delete(name)
 
 
@@ -319,15 +326,17 @@ def test_a_pipeline_whose_clickhouse_refuses_fails_alone(
         broker.create_topic(topic, 1)
         produce(broker, topic, range(100))
     closed = free_port()
-    sdk.create(
-        pipeline_doc(bad, broker, {"host": "127.0.0.1", "port": closed}, connect_timeout="2s")
-    )
+    refused = pipeline_doc(bad, broker, {"host": "127.0.0.1", "port": closed}, connect_timeout="2s")
+    # one retry allowed: Retrying first, then Failed once the retry is used up
+    refused["runtime"] = {"retry": {"max_attempts": 1, "first_backoff": "1s"}}
+    sdk.create(refused)
     sdk.create(pipeline_doc(good, broker, {"host": "127.0.0.1", "port": clickhouse}))
     wait_for(in_state(sdk, bad, "Failed"), START_TIMEOUT_S, what=f"{bad} Failed")
     failed = sdk.status(bad)
     assert failed.error is not None and f"127.0.0.1:{closed}" in failed.error
+    assert failed.error.startswith("gave up after 1 retries")
     assert failed.error_at is not None and "Traceback" not in failed.error
-    assert sdk.history(bad)[-1].to_state == "Failed"
+    assert [c.to_state for c in sdk.history(bad)][-2:] == ["Retrying", "Failed"]
 
     wait_for(lambda: rows(clickhouse, "api_good") == (100, 100), START_TIMEOUT_S, what="100 rows")
     produce(broker, good, range(100, 150))

@@ -124,6 +124,11 @@ def test_filters_and_computed_fields_equal_the_reference(
     assert by_stage["transform"][0] == "transform_failed"
     assert result.stats["written"] == len(want_rows)
     assert result.stats["dlq"] == len(want_dead)
+    # every message is accounted for: written, dead letter or dropped by the filter
+    filtered = len(messages) - len(want_rows) - len(want_dead)
+    assert filtered > 0
+    assert result.stats["filtered"] == filtered
+    assert result.stats["read"] == result.stats["written"] + result.stats["dlq"] + filtered
     reasons = {err for _, stage, _, err in dlq if stage == "transform"}
     assert any("division by zero" in r for r in reasons)
     assert any("cannot convert 'x1'" in r or "cannot convert x1" in r for r in reasons)

@@ -81,18 +81,25 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
         what="100 rows",
     )
 
-    # a second pipeline whose ClickHouse refuses connections fails alone, readably
+    # a second pipeline whose ClickHouse refuses connections retries alone, readably: a
+    # ClickHouse that does not answer is a transient fault, not a reason to fail
     closed_port = free_port()
     bad = pipeline_doc(
         "svc-bad", broker, {"host": "127.0.0.1", "port": closed_port}, connect_timeout="2s"
     )
     broker.create_topic("svc-bad", 1)
     service.create(bad)
-    wait_for(in_state(service, "svc-bad", State.FAILED), START_TIMEOUT_S, what="svc-bad Failed")
-    failed = service.get("svc-bad")
-    assert failed.error is not None and f"127.0.0.1:{closed_port}" in failed.error
-    assert failed.error_at is not None
-    assert "Traceback" not in failed.error
+    wait_for(
+        in_state(service, "svc-bad", State.RETRYING), START_TIMEOUT_S, what="svc-bad Retrying"
+    )
+    retrying = service.get("svc-bad")
+    assert retrying.error is not None and f"127.0.0.1:{closed_port}" in retrying.error
+    assert retrying.error_at is not None
+    assert "Traceback" not in retrying.error
+    retry = service.status("svc-bad").retry
+    assert retry is not None and retry["attempt"] >= 1 and retry["kind"] == "SinkTransientError"
+    assert retry["next_try_at"] > retry["since"]
+    assert [c.to_state for c in service.history("svc-bad")][-1] is State.RETRYING
 
     # ... while the first one goes on: exactly once
     produce(broker, name, range(100, 150))
@@ -120,7 +127,12 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
     with pytest.raises(ConflictError) as caught:
         service.edit(name, pipeline_doc(name, broker, clickhouse))
     assert caught.value.details["current_status"] == "Running"
-    assert caught.value.details["valid_transitions"] == ["Stopping", "Terminating", "Failed"]
+    assert caught.value.details["valid_transitions"] == [
+        "Stopping",
+        "Retrying",
+        "Terminating",
+        "Failed",
+    ]
     with pytest.raises(ConflictError):
         service.delete(name)
     with pytest.raises(ConflictError) as caught:
@@ -165,7 +177,9 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
     )
     assert not (data_dir / "pipelines" / name / "checkpoints" / name).exists()
 
-    # delete: only at rest, and then it is gone
+    # delete: only at rest, and then it is gone; a retrying pipeline stops at once
+    service.stop("svc-bad")
+    wait_for(in_state(service, "svc-bad", State.STOPPED), START_TIMEOUT_S, what="svc-bad Stopped")
     service.delete("svc-bad")
     service.delete(name)
     assert [r.id for r in service.list()] == []

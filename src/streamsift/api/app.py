@@ -64,7 +64,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def _started_service(settings: ServiceSettings) -> PipelineService:
     service = PipelineService(
-        settings.data_dir, otlp=_otlp_receiver(settings), policy=settings.document_policy()
+        settings.data_dir,
+        otlp=_otlp_receiver(settings),
+        policy=settings.document_policy(),
+        retry_attempts=settings.retry_attempts,
     )
     service.start()
     return service

@@ -31,6 +31,7 @@ from streamsift.config.models import Pipeline
 from streamsift.engine.dead_letters import DeadLetters
 from streamsift.errors import ConflictError
 from streamsift.service.database import PipelineRecord
+from streamsift.service.lifecycle import State
 
 MASK = "***"
 # Keys of a GlassFlow document that hold secrets (masked when the original is kept).
@@ -44,6 +45,12 @@ MAX_TAGS = 64
 MAX_METADATA_TEXT = 1024
 # States a pipeline passes through on its way somewhere (GlassFlow: "in transition").
 IN_TRANSITION = frozenset({"Created", "Stopping", "Resuming", "Terminating"})
+
+
+def glassflow_status(state: State) -> str:
+    """A state in GlassFlow's words: it has no `Retrying` (a pipeline retrying a transient
+    fault by itself is, to GlassFlow's SDK, still `Running`)."""
+    return State.RUNNING.value if state is State.RETRYING else state.value
 
 
 class GlassFlowStatusError(Exception):

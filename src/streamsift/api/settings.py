@@ -46,6 +46,9 @@ class ServiceSettings(BaseModel):
     # pipeline's own `alerts:` add to them. How often the alert watch judges the pipelines.
     alerts: Alerts | None = None
     alerts_interval_s: float = Field(default=5.0, gt=0)
+    # Retries of a transient fault before a pipeline that sets none (`runtime.retry`) fails
+    # (`--retry-attempts`); None: keep retrying, with capped back-off.
+    retry_attempts: int | None = Field(default=None, ge=0)
     # How often each pipeline's figures are sampled for the UI's charts (kept 24 h).
     history_interval_s: float = Field(default=10.0, ge=0.2)
 

@@ -115,6 +115,15 @@ def register(subparsers: Any) -> None:
         "$STREAMSIFT_SPARK_MASTER, else each pipeline's runtime.master, else local[2])",
     )
     p.add_argument(
+        "--retry-attempts",
+        type=int,
+        default=None,
+        metavar="N",
+        help="retries of a transient fault (a broker or ClickHouse that does not answer, a "
+        "worker that died) before a pipeline fails, for pipelines that set no "
+        "runtime.retry.max_attempts (default: keep retrying, with capped back-off)",
+    )
+    p.add_argument(
         "--alerts",
         type=Path,
         default=None,
@@ -153,6 +162,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ):
         if not 0 <= value <= 65535:
             return fail(f"{flag} must be 0..65535, not {value}", code=2)
+    if args.retry_attempts is not None and args.retry_attempts < 0:
+        return fail(f"--retry-attempts must be 0 or more, not {args.retry_attempts}", code=2)
     for entry in args.token_provider:
         name, _, target = entry.partition("=")
         if not name.strip() or target.count(":") != 1:
@@ -201,6 +212,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         allow_spark_conf=tuple(args.allow_spark_conf),
         alerts=alerts,
         alerts_interval_s=args.alerts_interval,
+        retry_attempts=args.retry_attempts,
     )
     try:
         sock = socket.create_server((settings.host, settings.port))

@@ -22,9 +22,10 @@ from pydantic import (
 )
 
 from streamsift.config.alerts import Alerts
-from streamsift.config.base import MAX_DEDUP_WINDOW, ConfigModel, shorten
+from streamsift.config.base import MAX_DEDUP_WINDOW, ConfigModel, Duration, shorten
 from streamsift.config.otlp import OtlpSource, with_otlp_defaults
 from streamsift.config.rows import KAFKA_FIELDS
+from streamsift.config.runtime_limits import DEFAULT_STOP_TIMEOUT, Retry
 from streamsift.config.sink import (
     ClickHouseConnection,
     ClickHouseSink,
@@ -112,6 +113,10 @@ class Runtime(ConfigModel):
     master: str | None = None
     spark_conf: dict[str, str] = Field(default_factory=dict)
     state_location: str | None = None
+    retry: Retry = Retry()
+    # a stop waits this long for the micro-batch in flight, then ends the run without it
+    # (the batch is redone from the checkpoint on resume)
+    stop_timeout: Duration = DEFAULT_STOP_TIMEOUT
 
     @field_validator("master")
     @classmethod

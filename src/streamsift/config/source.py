@@ -256,6 +256,9 @@ class KafkaSource(ConfigModel):
     security: KafkaSecurity = KafkaSecurity()
     properties: dict[str, str] = Field(default_factory=dict)
     connect_timeout: Duration = timedelta(seconds=30)
+    # how long a read may wait for the broker (the end of a partition, the data of a range it
+    # listed) before the source counts as unavailable: a transient fault, retried
+    read_timeout: Duration = timedelta(minutes=2)
     format: SourceFormat = SourceFormat.JSON
     schema_registry: SchemaRegistry | None = None
     schema_: Schema = Field(alias="schema")

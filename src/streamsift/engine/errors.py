@@ -9,6 +9,16 @@ class PipelineFailed(PermanentError):
     """The streaming query stopped with an error; `hint` says what to do about it."""
 
 
+class QueryCrashed(TransientError):
+    """A process the query ran in died (a Python worker, an executor, the JVM's bridge):
+    nothing was committed past the checkpoint, so the query is started again from it."""
+
+
+class UnexplainedFailure(TransientError):
+    """The query failed with an error streamsift does not know the kind of: retried a few
+    times (`runtime.retry.unexplained_attempts`), then the pipeline fails with it."""
+
+
 class DlqNotFound(PermanentError):
     """The DLQ table does not exist yet: the pipeline has not run, or dlq.table is wrong."""
 

@@ -66,6 +66,7 @@ class RunStats:
     dlq: int = 0  # dead letters inserted into the DLQ table
     late: int = 0  # rows older than the dedup window behind the newest event (kept, counted)
     late_dropped: int = 0  # records behind the join's watermark (dropped by Spark's join, counted)
+    filtered: int = 0  # rows the pipeline's filter dropped (counted when `counts_filtered`)
     batches: int = 0
     busy_ms: int = 0  # time spent inside micro-batches
     lag: int | None = None  # messages in Kafka not yet read
@@ -81,6 +82,9 @@ class RunStats:
     # rows_in from the sink's counts, not Spark's numInputRows (the Arrow pass-through's
     # Spark rows are chunks of rows: engine/arrow_passthrough.py)
     rows_from_sink: bool = field(default=False, repr=False)
+    # a single-source pipeline with a filter: the rows it dropped are the source's rows less
+    # the rows the sink was given (in a join, unmatched rows drop too: not told apart)
+    counts_filtered: bool = field(default=False, repr=False)
     _base: dict[str, int] = field(default_factory=dict, repr=False)
     _ends: dict[str, int] = field(default_factory=dict, repr=False)
     _seen_batches: set[int] = field(default_factory=set, repr=False)
@@ -145,8 +149,11 @@ class RunStats:
             ):
                 return
             self._seen_batches.add(batch)
-            self._count(self._unreported.pop(batch, SinkCounts()))
+            counts = self._unreported.pop(batch, SinkCounts())
+            self._count(counts)
             rows = int(p.get("numInputRows") or 0)
+            if self.counts_filtered and not self.rows_from_sink:
+                self.filtered += max(0, rows - counts.rows)
             for src in sources:
                 # Counted from where this run started to the furthest end seen, so a report
                 # that was missed or that restates an earlier batch cannot skew the total.
@@ -173,6 +180,7 @@ class RunStats:
             "dlq",
             "late",
             "late_dropped",
+            "filtered",
             "batches",
             "busy_ms",
             "lag",

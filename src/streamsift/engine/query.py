@@ -66,6 +66,7 @@ def read_spec(pipeline: Pipeline, source: KafkaSource) -> KafkaReadSpec:
         properties={**source.security.librdkafka(), **source.properties},
         max_rows_per_batch=pipeline.runtime.max_rows_per_batch or DEFAULT_MAX_ROWS_PER_BATCH,
         metadata_timeout_s=source.connect_timeout.total_seconds(),
+        read_timeout_s=source.read_timeout.total_seconds(),
     )
 
 

@@ -34,7 +34,6 @@ from pyspark.errors import StreamingQueryException
 from streamsift.config.models import Pipeline
 from streamsift.engine.batch_writer import BatchWriter
 from streamsift.engine.checkpoint import clear_interrupted_writes, committed_ends, has_batches
-from streamsift.engine.errors import PipelineFailed
 from streamsift.engine.faults import fault_from_environment
 from streamsift.engine.new_columns import SchemaDrift, drift_enabled
 from streamsift.engine.progress import RunStats, lag_by_partition
@@ -134,6 +133,8 @@ class PipelineRunner:
             pipeline, self.writer, after_insert=fault_from_environment(driver_pid=os.getpid())
         )
         self._query_id: str | None = None
+        # called once, when the run's first micro-batch is counted (a retry that worked)
+        self.on_first_batch: Callable[[], None] | None = None
         # Set per query: the output frame's Arrow schema on the pass-through (its rows carry
         # serialized chunks; engine/arrow_passthrough.py), else None (the row path).
         self.arrow_schema: pa.Schema | None = None
@@ -159,7 +160,7 @@ class PipelineRunner:
         except RetryInterrupted:
             raise
         except SinkTransientError as exc:
-            raise PipelineFailed(
+            raise SinkTransientError(
                 str(exc),
                 "is the server up, and are sink.clickhouse.host and port right? "
                 "sink.connect_timeout sets how long start-up waits",
@@ -186,6 +187,7 @@ class PipelineRunner:
         self.arrow_schema = plan.arrow_schema
         # On the pass-through, Spark counts chunks: the sink counts the source's rows.
         self.stats.rows_from_sink = plan.arrow_schema is not None
+        self.stats.counts_filtered = self.pipeline.join is None and self.pipeline.filter is not None
         log.info("pipeline %s: data path %s", self.pipeline.name, plan.data_path)
         writer = (
             plan.frame.writeStream.queryName(
@@ -251,9 +253,10 @@ class PipelineRunner:
                 query.stop()
             raise
         if self._stop.is_set() and (abandoned or was_interrupted(error)):
+            why = "while the sink was retrying" if self._retrying else "at runtime.stop_timeout"
             return self._stopped(
-                "stopped while the sink was retrying: the micro-batch in flight was not "
-                "committed; the next run redoes it from the checkpoint"
+                f"stopped {why}: the micro-batch in flight was not committed; the next run "
+                "redoes it from the checkpoint"
             )
         if error is not None:
             raise explain_failure(error)
@@ -299,9 +302,11 @@ class PipelineRunner:
         from one interrupting this run's start-up, it raises StopRequested there)."""
         self._stop.set()
 
-    def _stop_gracefully(self, query: Any, timeout_s: float = 120.0) -> bool:
-        """Let the batch in flight finish, then stop; stop at once while the sink retries
-        (its rows are not committed, so a later run redoes the batch). True if it did so."""
+    def _stop_gracefully(self, query: Any) -> bool:
+        """Let the batch in flight finish, then stop; stop at once while the sink retries, and
+        after `runtime.stop_timeout` in any case (the batch's rows are not committed, so a
+        later run redoes it). True if it gave the batch up."""
+        timeout_s = self.pipeline.runtime.stop_timeout.total_seconds()
         deadline = time.monotonic() + timeout_s
         abandoned = False
         while query.isActive and query.status.get("isTriggerActive"):
@@ -309,7 +314,18 @@ class PipelineRunner:
                 abandoned = True
                 break
             time.sleep(0.1)
-        query.stop()
+        if abandoned and self.stats.status is None:
+            log.warning(
+                "pipeline %s: the micro-batch in flight did not finish within "
+                "runtime.stop_timeout (%.0fs): giving it up uncommitted",
+                self.pipeline.name,
+                timeout_s,
+            )
+        try:
+            query.stop()
+        except Exception as exc:  # noqa: BLE001 - py4j's error: the query's thread is stuck
+            log.warning("pipeline %s: the query did not stop in time: %s", self.pipeline.name, exc)
+            abandoned = True
         return abandoned
 
     def _poll(self, query: Any, final: bool = False) -> None:
@@ -319,9 +335,12 @@ class PipelineRunner:
         if final and not self._progress.wait_terminated(query.runId, PROGRESS_DRAIN_S):
             for progress in query.recentProgress:
                 self._progress.add(str(progress.runId), json.loads(progress.json))
+        had_batches = self.stats.batches
         for progress in self._progress.take(query.runId):
             self.stats.ingest(progress)
             self.last_progress = progress
+        if self.on_first_batch is not None and not had_batches and self.stats.batches:
+            self.on_first_batch()
         if self.on_progress:
             self.on_progress(self.stats)
 

@@ -47,6 +47,8 @@ from streamsift.service.lifecycle import (
     check_transition,
 )
 from streamsift.service.otlp_receiver import OtlpReceiver, ServiceOtlp, otlp_source
+from streamsift.service.pipeline_process import EXIT_FAILED
+from streamsift.service.relaunch import Relaunches
 from streamsift.service.supervisor import LOG_FILE, Supervisor
 
 __all__ = ["PipelineRecord", "PipelineService", "PipelineStatus", "StatusChange"]
@@ -74,6 +76,7 @@ class PipelineStatus:
     dlq: int = 0
     late: int = 0
     late_dropped: int = 0
+    filtered: int = 0
     batches: int = 0
     rows_per_second: float | None = None  # read per second of micro-batch time, this run
     lag: int | None = None
@@ -81,6 +84,7 @@ class PipelineStatus:
     last_batch_at: str | None = None
     last_batch_duration_ms: int | None = None
     reported_at: str | None = None
+    retry: dict[str, Any] | None = None  # the retry under way: reason, attempt, next try
 
 
 class PipelineService:
@@ -103,9 +107,12 @@ class PipelineService:
         driver_inserts: bool = True,
         otlp: OtlpReceiver | None = None,
         policy: DocumentPolicy | None = None,
+        retry_attempts: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.driver_inserts = driver_inserts
+        # retries of a transient fault before a pipeline that sets none fails (None: no limit)
+        self.retry_attempts = retry_attempts
         # What a document may name (paths, Spark settings, token providers): by default,
         # paths inside the data dir only (service/document_policy.py).
         self.policy = policy or DocumentPolicy(self.data_dir)
@@ -113,7 +120,8 @@ class PipelineService:
         self.otlp = ServiceOtlp(otlp, self.data_dir) if otlp is not None else None
         self.database = ServiceDatabase(self.data_dir)
         self.endpoints = EmbeddedEndpoints(self.data_dir)
-        self.supervisor = Supervisor(self.data_dir, self._on_running, self._on_exit)
+        self.supervisor = Supervisor(self.data_dir, self._on_state, self._on_exit)
+        self.relaunches = Relaunches(self._relaunch)
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ service
@@ -148,6 +156,7 @@ class PipelineService:
                 time.sleep(0.2)
             for pipeline_id in self.supervisor.running():
                 self.terminate(pipeline_id)
+        self.relaunches.close()
         self.supervisor.close()
         if not self.supervisor.running():
             self.endpoints.stop_all()
@@ -220,6 +229,7 @@ class PipelineService:
         """Graceful stop: the worker finishes its micro-batch in flight, then exits."""
         with self._lock:
             check_transition(pipeline_id, self.database.get(pipeline_id).state, State.STOPPING)
+            self.relaunches.settled(pipeline_id)
             self.database.set_state(pipeline_id, State.STOPPING, desired=DesiredState.STOPPED)
             if self.supervisor.is_running(pipeline_id):
                 self.supervisor.stop(pipeline_id)
@@ -232,6 +242,7 @@ class PipelineService:
         what the next run redoes (a micro-batch in flight is redone, exactly once)."""
         with self._lock:
             check_transition(pipeline_id, self.database.get(pipeline_id).state, State.TERMINATING)
+            self.relaunches.settled(pipeline_id)
             self.database.set_state(pipeline_id, State.TERMINATING, desired=DesiredState.STOPPED)
             self.supervisor.terminate(pipeline_id)
             self.database.set_worker_pid(pipeline_id, None)
@@ -260,7 +271,16 @@ class PipelineService:
         stats = report.get("stats") or {}
         counts = {
             k: int(stats.get(k) or 0)
-            for k in ("read", "written", "duplicates", "dlq", "late", "late_dropped", "batches")
+            for k in (
+                "read",
+                "written",
+                "duplicates",
+                "dlq",
+                "late",
+                "late_dropped",
+                "filtered",
+                "batches",
+            )
         }
         return PipelineStatus(
             id=record.id,
@@ -278,6 +298,7 @@ class PipelineService:
             last_batch_at=report.get("last_batch_at"),
             last_batch_duration_ms=report.get("last_batch_duration_ms"),
             reported_at=report.get("updated_at"),
+            retry=report.get("retry") if report.get("state") == "retrying" else None,
             **counts,
         )
 
@@ -337,7 +358,9 @@ class PipelineService:
                     pipeline_id, State.FAILED, error=f"the OTLP receiver cannot route it: {exc}"
                 )
                 return stored, pipeline
-        pid = self.supervisor.launch(pipeline_id, doc, embedded and self.driver_inserts)
+        pid = self.supervisor.launch(
+            pipeline_id, doc, embedded and self.driver_inserts, self.retry_attempts
+        )
         self.database.set_worker_pid(pipeline_id, pid)
         return stored, pipeline
 
@@ -389,27 +412,88 @@ class PipelineService:
             return self._launch(record.id)
         return None
 
-    def _on_running(self, pipeline_id: str) -> None:
-        with self._lock:
-            if self.database.get(pipeline_id).state in (State.CREATED, State.RESUMING):
-                self.database.set_state(pipeline_id, State.RUNNING)
-
-    def _on_exit(self, pipeline_id: str, code: int, report: dict[str, Any]) -> None:
-        """A worker ended: Stopped after a stop, Failed (with its error) otherwise."""
+    def _on_state(self, pipeline_id: str, worker_state: str, report: dict[str, Any]) -> None:
+        """A worker reports running (again), or a retry of a transient fault."""
         with self._lock:
             state = self.database.get(pipeline_id).state
+            if worker_state == "running" and state in (
+                State.CREATED,
+                State.RESUMING,
+                State.RETRYING,
+            ):
+                self.relaunches.settled(pipeline_id)
+                note = "running again" if state is State.RETRYING else None
+                self.database.set_state(pipeline_id, State.RUNNING, note=note)
+                if note:
+                    log.info("pipeline %s: running again after retries", pipeline_id)
+            elif worker_state == "retrying" and can_transition(state, State.RETRYING):
+                retry = report.get("retry") or {}
+                self._retrying(pipeline_id, state, retry.get("reason") or "", _retry_note(retry))
+
+    def _retrying(self, pipeline_id: str, state: State, reason: str, note: str) -> None:
+        """Record a retry: a change of state the first time, then only its latest reason."""
+        log.warning("pipeline %s: retrying: %s (%s)", pipeline_id, reason, note)
+        if state is State.RETRYING:
+            self.database.set_error(pipeline_id, reason)
+        else:
+            self.database.set_state(pipeline_id, State.RETRYING, error=reason, note=note)
+
+    def _on_exit(self, pipeline_id: str, code: int, report: dict[str, Any]) -> None:
+        """A worker ended: Stopped after a stop, Failed (with its error) after a permanent
+        failure; when it died (or its Spark process was lost) while wanted running, a new one
+        is started after a back-off (service/relaunch.py)."""
+        with self._lock:
+            record = self.database.get(pipeline_id)
+            state = record.state
             self.database.set_worker_pid(pipeline_id, None)
-            if state is State.STOPPING and code != 1:
-                self.database.set_state(pipeline_id, State.STOPPED)
+            log_path = self.supervisor.directory(pipeline_id) / LOG_FILE
+            error = report.get("error") or _ended(code, log_path)
+            if state is State.STOPPING and code != EXIT_FAILED:
+                self.relaunches.settled(pipeline_id)
+                self.database.set_state(pipeline_id, State.STOPPED, note=report.get("hint"))
             elif code == 0:  # stopped by a signal from outside the service
                 self.database.set_state(pipeline_id, State.STOPPING, note="stopped from outside")
                 self.database.set_state(pipeline_id, State.STOPPED, desired=DesiredState.STOPPED)
-            else:
-                log_path = self.supervisor.directory(pipeline_id) / LOG_FILE
-                error = report.get("error") or _ended(code, log_path)
+            elif code == EXIT_FAILED or record.desired_state is not DesiredState.RUNNING:
+                self.relaunches.settled(pipeline_id)
                 self.database.set_state(
                     pipeline_id, State.FAILED, error=error, note=report.get("hint")
                 )
+            else:
+                self._relaunch_later(pipeline_id, state, error)
+
+    def _relaunch_later(self, pipeline_id: str, state: State, error: str) -> None:
+        retry = self._opened(pipeline_id)[1].runtime.retry
+        planned = self.relaunches.schedule(pipeline_id, retry, self.retry_attempts)
+        if planned is None:
+            since = self.relaunches.since(pipeline_id)
+            self.relaunches.settled(pipeline_id)
+            when = "" if since is None else f" since {since:%Y-%m-%d %H:%M:%S} UTC"
+            self.database.set_state(
+                pipeline_id,
+                State.FAILED,
+                error=f"gave up restarting its worker{when}: {error}",
+                note="runtime.retry.max_attempts (or serve --retry-attempts) was reached",
+            )
+            return
+        attempt, wait = planned
+        note = f"a new worker starts in {wait.total_seconds():.0f}s (attempt {attempt})"
+        self._retrying(pipeline_id, state, error, note)
+
+    def _relaunch(self, pipeline_id: str) -> None:
+        """A relaunch's time has come: start the worker, unless a request came first."""
+        with self._lock:
+            try:
+                record = self.database.get(pipeline_id)
+            except StreamsiftError:  # deleted meanwhile
+                return
+            if (
+                record.state is not State.RETRYING
+                or record.desired_state is not DesiredState.RUNNING
+                or self.supervisor.is_running(pipeline_id)
+            ):
+                return
+            self._launch(pipeline_id)
 
     def _reset_state(self, pipeline_id: str, current: Pipeline) -> None:
         """Drop the pipeline's checkpoint: only a directory the pipeline owns (inside the
@@ -483,6 +567,15 @@ def throughput(stats: dict[str, Any]) -> float | None:
     if not busy_ms:
         return None
     return round(int(stats.get("read") or 0) / (busy_ms / 1000), 1)
+
+
+def _retry_note(retry: dict[str, Any]) -> str:
+    """'attempt 3 of 10, next try at 12:00:05 UTC' from a worker's retry report."""
+    limit = retry.get("limit")
+    attempt = f"attempt {retry.get('attempt')}" + ("" if limit is None else f" of {limit}")
+    next_try = str(retry.get("next_try_at") or "")
+    at = next_try[11:19] if len(next_try) >= 19 else next_try
+    return f"{attempt}, next try at {at} UTC" if at else attempt
 
 
 def _ended(code: int, log_path: Path) -> str:

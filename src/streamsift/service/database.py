@@ -194,7 +194,7 @@ class ServiceDatabase:
         note: str | None = None,
         desired: DesiredState | None = None,
     ) -> PipelineRecord:
-        """Record a change of state (and its error, kept until the next failure)."""
+        """Record a change of state (and its error, kept until it runs again)."""
         at = now().isoformat()
         with self._transaction() as db:
             before = State(self._row(db, pipeline_id)["state"])
@@ -207,6 +207,11 @@ class ServiceDatabase:
                     "UPDATE pipelines SET error = ?, error_at = ? WHERE id = ?",
                     (error, at, pipeline_id),
                 )
+            elif state is State.RUNNING:  # it runs again: an old error no longer applies
+                db.execute(
+                    "UPDATE pipelines SET error = NULL, error_at = NULL WHERE id = ?",
+                    (pipeline_id,),
+                )
             if desired is not None:
                 db.execute(
                     "UPDATE pipelines SET desired_state = ? WHERE id = ?",
@@ -214,6 +219,15 @@ class ServiceDatabase:
                 )
             self._record_change(db, pipeline_id, at, before, state, error, note)
         return self.get(pipeline_id)
+
+    def set_error(self, pipeline_id: str, error: str) -> None:
+        """The latest error of a pipeline whose state stays (a retry after a retry)."""
+        with self._transaction() as db:
+            self._row(db, pipeline_id)
+            db.execute(
+                "UPDATE pipelines SET error = ?, error_at = ? WHERE id = ?",
+                (error, now().isoformat(), pipeline_id),
+            )
 
     def worker_pid(self, pipeline_id: str) -> int | None:
         with self._lock:

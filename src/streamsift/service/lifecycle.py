@@ -1,10 +1,13 @@
 """The lifecycle of a pipeline in the service: its states and the transitions between them.
 
-The states and transitions are GlassFlow's, so that one vocabulary serves both APIs:
+The states and transitions are GlassFlow's, so that one vocabulary serves both APIs, plus
+`Retrying`: a transient fault (a broker or ClickHouse that does not answer, a worker process
+that died) is being retried with back-off; the pipeline needs nothing from its user.
 
-    Created     -> Running | Terminating | Failed
-    Running     -> Stopping | Terminating | Failed
-    Resuming    -> Running | Terminating | Failed
+    Created     -> Running | Retrying | Terminating | Failed
+    Running     -> Stopping | Retrying | Terminating | Failed
+    Resuming    -> Running | Retrying | Terminating | Failed
+    Retrying    -> Running | Retrying | Stopping | Terminating | Failed
     Stopping    -> Stopped | Terminating | Failed
     Stopped     -> Resuming | Failed
     Terminating -> Stopped | Failed
@@ -31,9 +34,16 @@ __all__ = [
 ]
 
 TRANSITIONS: dict[State, tuple[State, ...]] = {
-    State.CREATED: (State.RUNNING, State.TERMINATING, State.FAILED),
-    State.RUNNING: (State.STOPPING, State.TERMINATING, State.FAILED),
-    State.RESUMING: (State.RUNNING, State.TERMINATING, State.FAILED),
+    State.CREATED: (State.RUNNING, State.RETRYING, State.TERMINATING, State.FAILED),
+    State.RUNNING: (State.STOPPING, State.RETRYING, State.TERMINATING, State.FAILED),
+    State.RESUMING: (State.RUNNING, State.RETRYING, State.TERMINATING, State.FAILED),
+    State.RETRYING: (
+        State.RUNNING,
+        State.RETRYING,
+        State.STOPPING,
+        State.TERMINATING,
+        State.FAILED,
+    ),
     State.STOPPING: (State.STOPPED, State.TERMINATING, State.FAILED),
     State.STOPPED: (State.RESUMING, State.FAILED),
     State.TERMINATING: (State.STOPPED, State.FAILED),

@@ -8,11 +8,17 @@ the micro-batch in flight finishes; a second one aborts) or a failure. Checkpoin
 `--dir` (unless the document names its own `runtime.checkpoint_dir`).
 
 About once a second it writes `<dir>/status.json` (atomically: a temporary file, then a
-rename): its state (starting, running, stopping, stopped, failed), its pid, the run's
-counts (with the histograms and per-class counts `/metrics` shows), the lag per partition,
-the last micro-batch's time and duration, and the error (one line and a hint) it failed
-with. The supervisor reads it, also after a server restart, when this process is no longer
-its child. Exit code 0 after a graceful stop, 1 after a failure.
+rename): its state (starting, running, retrying, stopping, stopped, failed), its pid, the
+run's counts (with the histograms and per-class counts `/metrics` shows), the lag per
+partition, the last micro-batch's time and duration, the retry under way (reason, attempt,
+next try) and the error (one line and a hint) it failed with. The supervisor reads it, also
+after a server restart, when this process is no longer its child.
+
+Transient faults are retried here, in the same process, from the checkpoint
+(engine/retrying.py); only when the Spark JVM itself is gone does the worker exit with
+EXIT_RESTART for the service to start a new one. A stop that outlasts `runtime.stop_timeout`
+(plus a grace for Spark's own shutdown) ends the process anyway. Exit codes: 0 after a stop,
+1 after a failure, EXIT_RESTART when a new process must take over.
 """
 
 from __future__ import annotations
@@ -26,12 +32,14 @@ import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 STATUS_FILE = "status.json"
 STATUS_EVERY_S = 1.0
 EXIT_FAILED = 1
+EXIT_RESTART = 75  # EX_TEMPFAIL: the service starts the pipeline in a new process
 ABORTED_EXIT_CODE = 130
+STOP_GRACE_S = 15.0  # beyond runtime.stop_timeout: Spark's own shutdown after the query
 
 log = logging.getLogger("streamsift.worker")
 # The run's part of the status before the run exists
@@ -52,6 +60,7 @@ class StatusFile:
         self.runner: Any = None
         self.error: str | None = None
         self.hint: str | None = None
+        self.retry: dict[str, Any] | None = None  # the retry under way (RetryAttempt)
         self.secrets: list[str] = []
         self.started_at = datetime.now(timezone.utc).isoformat()
         self._lock = threading.Lock()
@@ -94,6 +103,9 @@ class StatusFile:
             **(runner.report() if runner is not None else NO_RUN),
             "error": self.masked(self.error),
             "hint": self.masked(self.hint),
+            "retry": None
+            if self.retry is None
+            else {**self.retry, "reason": self.masked(self.retry["reason"])},
         }
 
     def masked(self, text: str | None) -> str | None:
@@ -104,13 +116,20 @@ class StatusFile:
         return text
 
 
-def run(directory: Path, document: dict[str, Any], driver_inserts: bool) -> int:
-    """Run the pipeline until stopped; the exit code for the process."""
+def run(
+    directory: Path,
+    document: dict[str, Any],
+    driver_inserts: bool,
+    max_attempts: int | None = None,
+) -> int:
+    """Run the pipeline until stopped, retrying transient faults; the process's exit code.
+    `max_attempts`: the server's retry limit, for a pipeline that sets none."""
     from streamsift.config import ConfigError
     from streamsift.config.secrets import secret_values
     from streamsift.engine.registry_fields import parse_resolved
+    from streamsift.engine.retrying import ProcessLost, RetryAttempt, run_with_retries
     from streamsift.engine.runner import PipelineRunner
-    from streamsift.engine.signals import AbortRequested, install_stop_handlers
+    from streamsift.engine.signals import AbortRequested, StopFlag, install_stop_handlers
     from streamsift.errors import StreamsiftError
 
     status = StatusFile(directory)
@@ -121,25 +140,45 @@ def run(directory: Path, document: dict[str, Any], driver_inserts: bool) -> int:
         status.finish("failed", str(exc), "edit the pipeline's document")
         return EXIT_FAILED
     status.secrets = secret_values(pipeline)
-    status.runner = runner = PipelineRunner(
-        pipeline,
-        base_dir=directory,
-        on_progress=lambda _stats: _running(status),
-        driver_inserts=driver_inserts,
-    )
+    flag = StopFlag()
+
+    def make_runner() -> PipelineRunner:
+        status.runner = PipelineRunner(
+            pipeline,
+            base_dir=directory,
+            on_progress=lambda _stats: _running(status),
+            stop=flag,
+            driver_inserts=driver_inserts,
+        )
+        return status.runner
+
+    def on_retry(attempt: RetryAttempt | None) -> None:
+        if attempt is None:  # the retried run committed a micro-batch
+            status.retry = None
+            if status.state == "retrying":
+                status.state = "running"
+        else:
+            status.retry = attempt.as_dict()
+            if status.state != "stopping":
+                status.state = "retrying"
+            log.warning("pipeline retrying (attempt %d): %s", attempt.attempt, attempt.reason)
+        status.write()
 
     def stop() -> None:
         status.state = "stopping"
-        runner.stop()
+        flag.set()
+        _end_after(pipeline.runtime.stop_timeout.total_seconds() + STOP_GRACE_S, status)
 
     install_stop_handlers(stop)
     try:
-        result = runner.run(until_caught_up=False)
+        result = run_with_retries(make_runner, pipeline.runtime.retry, flag, on_retry, max_attempts)
     except AbortRequested:
         status.finish("stopped", None, "aborted: the micro-batch in flight was not committed")
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(ABORTED_EXIT_CODE)  # skip waiting for Spark's threads, like the CLI
+        _exit_now(ABORTED_EXIT_CODE)
+    except ProcessLost as exc:
+        log.error("the pipeline's Spark process is gone: %s", status.masked(exc.message))
+        status.finish("retrying", exc.message, "a new process takes over from the checkpoint")
+        return EXIT_RESTART
     except StreamsiftError as exc:
         log.error("pipeline failed: %s", status.masked(exc.message))
         status.finish("failed", exc.message, exc.hint)
@@ -152,12 +191,39 @@ def run(directory: Path, document: dict[str, Any], driver_inserts: bool) -> int:
         return EXIT_FAILED
     if result.note:
         log.info("%s", result.note)
+    status.retry = None
     status.finish("stopped", None, result.note)
     return 0
 
 
+def _end_after(seconds: float, status: StatusFile) -> None:
+    """A stop must end: if the process is still here after `seconds`, it says so and exits
+    (the micro-batch in flight is not committed; the next run redoes it)."""
+
+    def end() -> None:
+        note = (
+            f"stopped by ending its process: the stop took longer than {seconds:.0f}s "
+            "(runtime.stop_timeout plus Spark's shutdown); the micro-batch in flight is redone "
+            "on resume"
+        )
+        log.warning("%s", note)
+        status.finish("stopped", None, note)
+        _exit_now(0)
+
+    timer = threading.Timer(seconds, end)
+    timer.daemon = True
+    timer.start()
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Leave without waiting for Spark's threads (as the CLI does after an abort)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _running(status: StatusFile) -> None:
-    if status.state == "starting":
+    if status.state == "starting" or (status.state == "retrying" and status.retry is None):
         status.state = "running"
 
 
@@ -172,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="insert into ClickHouse from the driver, not from the executors",
     )
+    parser.add_argument(
+        "--retry-attempts",
+        type=int,
+        default=None,
+        help="retries of a transient fault before failing, for a pipeline that sets none",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
@@ -180,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     document = json.loads(sys.stdin.read())
     with contextlib.suppress(OSError):
         sys.stdin.close()
-    return run(args.dir.resolve(), document, args.driver_inserts)
+    return run(args.dir.resolve(), document, args.driver_inserts, args.retry_attempts)
 
 
 if __name__ == "__main__":

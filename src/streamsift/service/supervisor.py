@@ -4,8 +4,9 @@ Each pipeline runs in its own worker process (service/pipeline_process.py) in a 
 that a server killed with kill -9 leaves it running, and so that terminating it can kill its
 whole tree (the Spark JVM, PySpark's daemons) at once. A thread polls the workers about twice
 a second: their exit codes, and their `status.json` (the only way to learn how a worker that a
-previous server started ended: it is not our child). What it sees goes to two callbacks; the
-states themselves are the service's business.
+previous server started ended: it is not our child). What it sees goes to two callbacks: every
+change of a worker's reported state (running, retrying, ...) and its end; the pipelines' states
+themselves are the service's business.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class Worker:
     directory: Path
     pid: int
     proc: subprocess.Popen[bytes] | None = None
-    seen_running: bool = False
+    reported_state: str | None = None  # the state last passed to `on_state`
+    reported_attempt: int | None = None  # and the retry attempt it reported with it
 
     def exit_code(self) -> int | None:
         """None while it runs; then its exit code (for an adopted one, from its status)."""
@@ -80,18 +82,19 @@ def read_status(directory: Path) -> dict[str, Any] | None:
 class Supervisor:
     """Starts and watches the workers of one data dir.
 
-    `on_running(id)`: a worker reports its query running. `on_exit(id, code, status)`: a
-    worker ended by itself or after `stop` (not after `terminate`, whose caller knows).
+    `on_state(id, state, status)`: a worker reports a new state (`running`, `retrying`, ...)
+    or a new retry attempt. `on_exit(id, code, status)`: a worker ended by itself or after
+    `stop` (not after `terminate`, whose caller knows).
     """
 
     def __init__(
         self,
         data_dir: Path,
-        on_running: Callable[[str], None],
+        on_state: Callable[[str, str, dict[str, Any]], None],
         on_exit: Callable[[str, int, dict[str, Any]], None],
     ) -> None:
         self.pipelines_dir = Path(data_dir).resolve() / "pipelines"
-        self._on_running = on_running
+        self._on_state = on_state
         self._on_exit = on_exit
         self._workers: dict[str, Worker] = {}
         self._lock = threading.Lock()
@@ -112,15 +115,23 @@ class Supervisor:
 
     # ------------------------------------------------------------------ workers
 
-    def launch(self, pipeline_id: str, document: dict[str, Any], driver_inserts: bool) -> int:
+    def launch(
+        self,
+        pipeline_id: str,
+        document: dict[str, Any],
+        driver_inserts: bool,
+        retry_attempts: int | None = None,
+    ) -> int:
         """Start a worker for the pipeline, handing it `document` (secrets in clear) on its
-        stdin; returns its pid."""
+        stdin; returns its pid. `retry_attempts`: the server's retry limit (None: none)."""
         directory = self.directory(pipeline_id)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / STATUS_FILE).unlink(missing_ok=True)  # the last run's says nothing now
         command = [sys.executable, "-m", WORKER_MODULE, "--dir", str(directory)]
         if driver_inserts:
             command.append("--driver-inserts")
+        if retry_attempts is not None:
+            command += ["--retry-attempts", str(retry_attempts)]
         with (directory / LOG_FILE).open("ab") as log_file:
             proc = subprocess.Popen(
                 command,
@@ -149,8 +160,8 @@ class Supervisor:
             pid = find_worker(directory)
         if pid is None:
             return False
-        with self._lock:  # (a running one is reported at the next poll, in case the
-            # previous server died before it could record it running)
+        with self._lock:  # (its state is reported at the next poll, in case the previous
+            # server died before it could record it)
             self._workers[pipeline_id] = Worker(pipeline_id, directory, pid, None)
         log.info("pipeline %s: adopted its running worker (pid %d)", pipeline_id, pid)
         return True
@@ -199,9 +210,7 @@ class Supervisor:
         for worker in workers:
             code = worker.exit_code()
             if code is None:
-                if not worker.seen_running and self._reports_running(worker):
-                    worker.seen_running = True
-                    self._report(self._on_running, worker.pipeline_id)
+                self._report_state(worker)
                 continue
             with self._lock:
                 if self._workers.get(worker.pipeline_id) is not worker:
@@ -210,9 +219,15 @@ class Supervisor:
             status = read_status(worker.directory) or {}
             self._report(self._on_exit, worker.pipeline_id, code, status)
 
-    @staticmethod
-    def _reports_running(worker: Worker) -> bool:
-        return (read_status(worker.directory) or {}).get("state") == "running"
+    def _report_state(self, worker: Worker) -> None:
+        """Pass on a running worker's new state, or its new retry attempt."""
+        status = read_status(worker.directory) or {}
+        state = status.get("state")
+        attempt = (status.get("retry") or {}).get("attempt")
+        if state is None or (state, attempt) == (worker.reported_state, worker.reported_attempt):
+            return
+        worker.reported_state, worker.reported_attempt = state, attempt
+        self._report(self._on_state, worker.pipeline_id, state, status)
 
     @staticmethod
     def _report(callback: Callable[..., None], *args: Any) -> None:

@@ -183,8 +183,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ends = dict(starts)
         pending = set(partitions)
         started = time.monotonic()
+        limit = self.spec.read_timeout_s
         try:
-            while pending and time.monotonic() - started < 30:
+            while pending and time.monotonic() - started < limit:
                 for msg in consumer.consume(10_000, 0.05):
                     p, err = msg.partition(), msg.error()
                     if p not in ends:  # a client-level error
@@ -207,9 +208,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         finally:
             consumer.unassign()
         if pending:
+            waited = time.monotonic() - started
             raise SourceUnavailable(
                 f"Kafka at {self.spec.bootstrap_servers} did not answer: no end-of-partition"
-                f" signal from {offset_key(topic, min(pending))} within 30s (is the broker up?)"
+                f" signal from {offset_key(topic, min(pending))} ({len(pending)} of "
+                f"{len(partitions)} partitions pending) after waiting {waited:.0f}s "
+                f"(source.read_timeout {limit:.0f}s; is the broker up?)"
             )
         found = {offset_key(topic, p): end for p, end in ends.items()}
         for key, end in found.items():  # a slower concurrent probe must not move it back

@@ -23,7 +23,7 @@ from streamsift.sources.kafka_spec import KafkaReadSpec
 
 FETCH_CHUNK = 50_000
 # A consumer that gets nothing for this long while the range's messages exist is replaced by
-# a fresh one once, before the range fails after the connect timeout.
+# a fresh one once, before the range fails after `source.read_timeout` without data.
 STALL_REFRESH_S = 5.0
 log = logging.getLogger("streamsift.kafka")
 
@@ -193,14 +193,15 @@ def fetch_range(spec: KafkaReadSpec, part: KafkaPartitionRange) -> KafkaRecords:
                 )
                 _close(consumer)
                 consumer = new_fetch_consumer(spec, part.topic, part.partition, at)
-            elif time.monotonic() - stalled_since > max(spec.metadata_timeout_s, 10):
+            elif time.monotonic() - stalled_since > max(spec.read_timeout_s, 10):
                 got = f"received up to {offsets[-1]}" if offsets else "received none"
                 ends = "" if eof_at is None else f", the broker says the partition ends at {eof_at}"
                 raise SourceUnavailable(
                     f"Kafka at {spec.bootstrap_servers} did not answer: "
                     f"no data from {part.topic}/{part.partition} for "
-                    f"{max(spec.metadata_timeout_s, 10):.0f}s while reading "
-                    f"offsets {part.start}..{part.end} ({got}{ends}; is the broker up?)"
+                    f"{time.monotonic() - stalled_since:.0f}s (source.read_timeout "
+                    f"{spec.read_timeout_s:.0f}s) while reading offsets {part.start}..{part.end} "
+                    f"({got}{ends}; is the broker up?)"
                 )
     except BaseException:
         _close(consumer)

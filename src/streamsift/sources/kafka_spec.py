@@ -29,7 +29,8 @@ class KafkaReadSpec:
     start_from: str = "earliest"
     properties: dict[str, str] = field(default_factory=dict)
     max_rows_per_batch: int | None = None
-    metadata_timeout_s: float = 30.0
+    metadata_timeout_s: float = 30.0  # source.connect_timeout: metadata at start-up
+    read_timeout_s: float = 120.0  # source.read_timeout: a read waiting for the broker
 
     def consumer_config(self, **extra: Any) -> dict[str, Any]:
         conf: dict[str, Any] = {

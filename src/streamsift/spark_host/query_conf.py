@@ -5,7 +5,8 @@ reads these when a query starts (each query runs on its own clone of the session
 so `_build_query` sets them right before `start()`. A pipeline's `runtime.spark_conf` naming
 one of them wins. They are: the join's state format (4 on RocksDB; 2 on the heap store, which
 supports no other; a checkpoint keeps the format it was made with), RocksDB's row count off,
-and checkpoint files written through Hadoop's FileSystem API. No-data micro-batches stay on
+checkpoint files written through Hadoop's FileSystem API, and how long a stop waits for the
+query's thread (`runtime.stop_timeout`). No-data micro-batches stay on
 (the late-record rule needs them). Why these values, and what they were measured to save or
 cost: docs/benchmarks.md, "Per-query Spark settings: why these values".
 """
@@ -17,6 +18,8 @@ from streamsift.config.models import Pipeline, StateStore
 JOIN_STATE_FORMAT = "spark.sql.streaming.join.stateFormatVersion"
 TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
 CHECKPOINT_FILES = "spark.sql.streaming.checkpointFileManagerClass"
+# how long `query.stop()` waits for the query's thread (Spark's default: forever)
+STOP_TIMEOUT = "spark.sql.streaming.stopTimeout"
 FILE_SYSTEM_CHECKPOINT_FILES = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
@@ -37,4 +40,5 @@ def query_conf(pipeline: Pipeline) -> dict[str, str]:
     """The per-query settings for `pipeline` (its own `runtime.spark_conf` taking precedence)."""
     own = pipeline.runtime.spark_conf
     conf = settings_for(pipeline.runtime.state_store)
+    conf[STOP_TIMEOUT] = str(int(pipeline.runtime.stop_timeout.total_seconds() * 1000))
     return {key: own.get(key, value) for key, value in conf.items()}

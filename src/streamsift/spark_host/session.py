@@ -180,6 +180,21 @@ def spark_session(
     return spark
 
 
+def jvm_alive() -> bool:
+    """Whether this process's Spark JVM still answers (a failed query can start again in it)
+    or is gone (the pipeline needs a new process)."""
+    from py4j.protocol import Py4JError
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return False
+    try:
+        return not context._jsc.sc().isStopped()
+    except (Py4JError, AttributeError, ConnectionError):
+        return False
+
+
 def _shaping_java_options() -> str:
     return " ".join(o for o in (JAVA_OPTIONS, os.environ.get("STREAMSIFT_JAVA_OPTIONS")) if o)
 

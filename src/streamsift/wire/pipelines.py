@@ -33,6 +33,7 @@ class State(_Word):
     STOPPED = "Stopped"
     TERMINATING = "Terminating"
     RESUMING = "Resuming"
+    RETRYING = "Retrying"
     FAILED = "Failed"
 
 
@@ -60,6 +61,17 @@ class PipelineModel(Answer):
     error_at: datetime | None
 
 
+class RetryModel(Answer):
+    """A transient fault being retried: why, which attempt, and when the next try is."""
+
+    reason: str = Field(description="the error being retried, in one line")
+    kind: str = Field(description="the error's class, e.g. SourceUnavailable")
+    attempt: int = Field(description="1 for the first retry of this episode")
+    limit: int | None = Field(description="retries allowed before Failed (null: no limit)")
+    since: datetime = Field(description="when this episode of failures began")
+    next_try_at: datetime
+
+
 class PipelineStatusModel(Answer):
     """The record's state and what the pipeline's worker last reported about this run."""
 
@@ -78,6 +90,9 @@ class PipelineStatusModel(Answer):
     dlq: int = Field(description="records written to the DLQ")
     late: int
     late_dropped: int
+    filtered: int = Field(
+        description="records the filter dropped (single-source pipelines; 0 in a join)"
+    )
     batches: int
     rows_per_second: float | None = Field(
         description="throughput: messages read per second of micro-batch time, this run"
@@ -87,6 +102,7 @@ class PipelineStatusModel(Answer):
     last_batch_at: str | None
     last_batch_duration_ms: int | None
     reported_at: str | None = Field(description="when the worker last reported")
+    retry: RetryModel | None = Field(description="the retry under way, when it is Retrying")
 
 
 class StatusChangeModel(Answer):

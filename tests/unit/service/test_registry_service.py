@@ -4,9 +4,10 @@ service's HTTP API and a restart of the service: reading it back never needs the
 worker takes the fields from the registry with the real password, before and after the
 restart and after an edit that sent the masked document back.
 
-No Spark: the sink is a ClickHouse server that is not there, so each worker ends right after
-it has loaded its pipeline, failing on ClickHouse: an error that is not the registry's shows
-that the worker's own fetch of the fields, with the stored password, succeeded.
+No Spark: the sink is a ClickHouse server that is not there, and the pipeline allows no retry
+(`runtime.retry.max_attempts: 0`), so each worker ends right after it has loaded its pipeline,
+failing on ClickHouse: an error that is not the registry's shows that the worker's own fetch
+of the fields, with the stored password, succeeded.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def secured_doc(registry_url: str) -> dict[str, Any]:
             "schema_registry": {"url": registry_url, "username": USER, "password": SECRET},
         },
         sink={"connect_timeout": "1s"},
+        runtime={"retry": {"max_attempts": 0}},  # fail at once: no retry of ClickHouse
     )
     doc["source"]["schema"] = {"from_registry": True}  # subject orders-secured-value
     return doc

@@ -14,12 +14,17 @@ from streamsift.spark_host.query_conf import (
     CHECKPOINT_FILES,
     FILE_SYSTEM_CHECKPOINT_FILES,
     JOIN_STATE_FORMAT,
+    STOP_TIMEOUT,
     TRACK_ROWS,
     query_conf,
 )
 from streamsift_bench.isolated_run import pipeline_doc
 
-DEFAULTS = {CHECKPOINT_FILES: FILE_SYSTEM_CHECKPOINT_FILES, TRACK_ROWS: "false"}
+DEFAULTS = {
+    CHECKPOINT_FILES: FILE_SYSTEM_CHECKPOINT_FILES,
+    TRACK_ROWS: "false",
+    STOP_TIMEOUT: "30000",  # runtime.stop_timeout's default, in ms
+}
 
 SPEC = {
     "name": "q",

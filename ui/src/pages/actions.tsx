@@ -11,6 +11,7 @@ const ALLOWED: Record<State, Action[]> = {
   Created: ["stop", "terminate"],
   Running: ["stop", "terminate"],
   Resuming: ["stop", "terminate"],
+  Retrying: ["stop", "terminate"],
   Stopping: ["terminate"],
   Terminating: [],
   Stopped: ["resume", "delete"],

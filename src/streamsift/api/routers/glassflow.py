@@ -28,6 +28,7 @@ from streamsift.api.glassflow_shapes import (
     dead_letter_message,
     dlq_state,
     glassflow_errors,
+    glassflow_status,
     normalize_v3,
     originals_of,
     rfc3339,
@@ -149,7 +150,7 @@ def list_pipelines(service: ServiceDep) -> list[dict[str, Any]]:
                 "transformation_type": transformation_type(pipeline),
                 "created_at": rfc3339(record.created_at),
                 "updated_at": rfc3339(record.updated_at),
-                "status": record.state.value,
+                "status": glassflow_status(record.state),
                 "metadata": {"tags": list((kept.get("metadata") or {}).get("tags") or [])},
             }
         )
@@ -261,7 +262,7 @@ def health(service: ServiceDep, pipeline_id: str) -> dict[str, Any]:
     return {
         "pipeline_id": record.id,
         "pipeline_name": _originals(service).name(record),
-        "overall_status": record.state.value,
+        "overall_status": glassflow_status(record.state),
         "created_at": rfc3339(record.created_at),
         "updated_at": rfc3339(record.updated_at),
     }
