@@ -3,6 +3,7 @@ pipeline running with rows written and duplicates dropped; SIGTERM stops it all,
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
@@ -13,7 +14,7 @@ import pytest
 
 from support.servers import Serve
 
-from .conftest import open_page, shot
+from .conftest import next_step, open_page, shot
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -23,6 +24,28 @@ pytestmark = [pytest.mark.integration, pytest.mark.ui]
 def _figure(page: Any, row: Any, column: str) -> int:
     text = row.locator(f"[data-col={column}]").inner_text().replace(",", "")
     return int(text) if text.isdigit() else 0
+
+
+def wizard_fits_the_demo(page: Any, log_text: str, data_dir: Path) -> None:
+    """Issue 31, points 1 and 2: the wizard starts from the demo's broker and the embedded
+    ClickHouse under --data-dir, its table name is not the demo's, and Test connection says
+    the demo's directory is fine (the server shares it)."""
+    found = re.search(r"demo: broker at (\S+),", log_text)
+    assert found, log_text[-2000:]
+    page.goto("/#/new")
+    expect(page.get_by_label("Bootstrap servers")).to_have_value(found.group(1))
+    next_step(page, "Topic and sample event")
+    page.get_by_label("Topic", exact=True).select_option("demo-events")
+    expect(page.get_by_test_id("sample-event")).to_contain_text('"event_id"')
+    for title in ("Deduplication", "Join (optional)", "Filter and computed fields", "ClickHouse"):
+        next_step(page, title)
+    expect(page.get_by_label("Data directory")).to_have_value(
+        str(data_dir.resolve() / "clickhouse")
+    )
+    expect(page.get_by_label("Table", exact=True)).to_have_value("demo_events_2")
+    page.get_by_role("button", name="Test connection").click()
+    expect(page.get_by_text("this server's, used by demo-dedup")).to_be_visible()
+    shot(page, "demo-wizard-clickhouse")
 
 
 def test_serve_demo_shows_a_running_pipeline_with_rows_and_duplicates(
@@ -48,6 +71,7 @@ def test_serve_demo_shows_a_running_pipeline_with_rows_and_duplicates(
             expect(page.get_by_test_id("newest-rows").locator("tbody tr")).to_have_count(10)
             page.wait_for_timeout(6_000)  # a few points on the charts
             shot(page, "demo-pipeline")
+            wizard_fits_the_demo(page, text, tmp_path / "data")
     finally:
         proc = serve.proc
         assert proc is not None

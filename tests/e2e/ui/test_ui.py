@@ -446,7 +446,8 @@ def test_ui_asks_for_the_token_of_a_server_that_has_one(browser: Any, tmp_path: 
         expect(page.get_by_role("heading", name="This server needs a token")).to_be_visible()
         page.get_by_label("API token").fill("wrong")
         page.get_by_label("API token").press("Enter")
-        expect(page.get_by_role("heading", name="This server needs a token")).to_be_visible()
+        # the wrong one refused (and the field emptied) before the right one is typed
+        expect(page.get_by_text("That token is not this server's")).to_be_visible()
         page.get_by_label("API token").fill("ui-token-5Rk2")
         page.get_by_role("button", name="Use this token").click()
         expect(page.get_by_text("No pipelines yet.")).to_be_visible()

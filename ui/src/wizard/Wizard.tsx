@@ -155,6 +155,7 @@ export function Wizard({ editId }: { editId?: string } = {}) {
 
   const discard = () => {
     forgetDraft();
+    setDraft(null); // nothing to type into until the defaults are back
     setRestored(null);
     setStep(0);
     setTouched([]);
