@@ -581,6 +581,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/pipelines/{pipeline_id}/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the pipeline's alert episodes, newest first */
+        get: operations["alert_episodes_api_v1_pipelines__pipeline_id__alerts_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/healthz": {
         parameters: {
             query?: never;
@@ -809,6 +826,48 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AlertEpisodeModel
+         * @description One stay of an alert condition: the alert when it began, the resolution when it
+         *     ended (`resolved_at` null while it holds).
+         */
+        AlertEpisodeModel: {
+            /** Id */
+            id: number;
+            /** Pipeline Id */
+            pipeline_id: string;
+            /**
+             * Condition
+             * @description failed, retrying, lag or dlq_growth
+             */
+            condition: string;
+            /**
+             * Since
+             * Format: date-time
+             * @description when the condition began to hold
+             */
+            since: string;
+            /**
+             * Opened At
+             * Format: date-time
+             * @description when the server saw it and alerted
+             */
+            opened_at: string;
+            /**
+             * Figure
+             * @description e.g. 'lag 12,345 > 10,000'
+             */
+            figure?: string | null;
+            /**
+             * Reason
+             * @description the pipeline's error then
+             */
+            reason?: string | null;
+            /** Resolved At */
+            resolved_at?: string | null;
+            /** Resolved Figure */
+            resolved_figure?: string | null;
+        };
         /**
          * ClickHouseCheck
          * @description What deploying into a ClickHouse would meet: reachable, to be created, or shared.
@@ -5789,6 +5848,122 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Rate"][];
+                };
+            };
+            /** @description the request cannot be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token is missing or wrong */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a cross-site request may not change anything */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request or document has problems (details.problems) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description an unexpected error (logged) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description something downstream refused */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description something outside did not answer, or the server is not ready */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    alert_episodes_api_v1_pipelines__pipeline_id__alerts_get: {
+        parameters: {
+            query?: {
+                /** @description at most this many */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description the pipeline's id: its document's name */
+                pipeline_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertEpisodeModel"][];
                 };
             };
             /** @description the request cannot be read */
