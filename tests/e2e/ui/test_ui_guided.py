@@ -311,6 +311,20 @@ def test_phone_pass_and_dark_theme(phone_page: Any, broker: Broker, unique_name:
         expect(page.get_by_role("heading", name=title)).to_be_visible()
         no_sideways_scroll(page)
         every_control_labelled(page)
+    # a pipeline's page and its dead letters (the module's first test left one)
+    page.goto("/")
+    page.wait_for_selector("table.pipelines, p.empty")
+    link = page.locator("table.pipelines td[data-label=Name] a").first
+    if link.count():
+        link.click()
+        expect(page.get_by_test_id("chart-note")).to_be_visible()
+        no_sideways_scroll(page)
+        every_control_labelled(page)
+        shot(page, "phone-pipeline")
+        page.locator("[data-figure=dlq] a").click()
+        expect(page.get_by_role("heading", name=re.compile("^Dead letters of"))).to_be_visible()
+        no_sideways_scroll(page)
+        every_control_labelled(page)
     # 8. the system's dark setting is followed
     page.emulate_media(color_scheme="dark")
     page.goto("/#/new")
