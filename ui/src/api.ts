@@ -102,6 +102,7 @@ export type DesiredState = Schemas["DesiredState"];
 export type Pipeline = Schemas["PipelineModel"];
 export type Status = Schemas["PipelineStatusModel"];
 export type StatusChange = Schemas["StatusChangeModel"];
+export type AlertEpisode = Schemas["AlertEpisodeModel"];
 export type TableRows = Schemas["TableRowsModel"];
 export type KafkaSecurity = Schemas["KafkaSecurity"];
 export type KafkaConnection = Schemas["KafkaConnection"];
@@ -142,6 +143,7 @@ export const api = {
   pipeline: (pid: string) => get<Pipeline>(id(pid)),
   status: (pid: string) => get<Status>(`${id(pid)}/status`),
   history: (pid: string) => get<StatusChange[]>(`${id(pid)}/history`),
+  alerts: (pid: string, limit = 20) => get<AlertEpisode[]>(`${id(pid)}/alerts?limit=${limit}`),
   rows: (pid: string, limit = 10) => get<TableRows>(`${id(pid)}/rows?limit=${limit}`),
   document: (pid: string) => get<Record<string, unknown>>(`${id(pid)}/document`),
   action: (pid: string, action: "stop" | "terminate" | "resume") =>

@@ -1,9 +1,9 @@
 // One pipeline: its figures, throughput and lag over the last hour (as the server recorded
 // them: service/history.py, so the charts are full on a fresh visit), recent micro-batches, its definition (secrets
-// as ***, downloadable as YAML) and its history.
+// as ***, downloadable as YAML), its alerts (docs/operations.md, "Alerts") and its history.
 import { useRef, useState } from "preact/hooks";
 import YAML from "yaml";
-import { api, type Series, type Status, type StatusChange } from "../api";
+import { api, type AlertEpisode, type Series, type Status, type StatusChange } from "../api";
 import { Chart } from "../components/Chart";
 import { Message, download, fmt, usePoll } from "../components/ui";
 import { PipelineActions } from "./actions";
@@ -25,6 +25,7 @@ export function PipelinePage({ id }: { id: string }) {
   const doc = usePoll(() => api.document(id), 30_000, [id]);
   const table = usePoll(() => api.rows(id, 10), 5_000, [id]);
   const history = usePoll<StatusChange[]>(() => api.history(id), 5_000, [id]);
+  const alerts = usePoll<AlertEpisode[]>(() => api.alerts(id), 10_000, [id]);
   // the charts: the figures the server recorded (GET /api/v1/ui/series), there on every visit
   const series = usePoll<Series>(() => api.series(id, CHART_MINUTES), 5_000, [id]);
 
@@ -74,11 +75,11 @@ export function PipelinePage({ id }: { id: string }) {
         <Chart title="Rows written per second" unit="rows/s" times={times} values={rates} />
         <Chart title="Lag" unit="messages" times={times} values={lags} />
       </div>
-      <p class="muted" data-testid="chart-note">
+      {series.data && <p class="muted" data-testid="chart-note">
         {pts.length
           ? `Charts show the last ${CHART_MINUTES} minutes as the server recorded them (a point every ${interval} s; the server keeps 24 hours).`
           : `No figures recorded yet: the server takes a point every ${interval} s.`}
-      </p>
+      </p>}
       <h2 id="rows-title">Rows in ClickHouse{table.data ? `: ${table.data.table}` : ""}</h2>
       {table.error && <Message kind="error">{table.error}</Message>}
       {table.data && !table.data.exists && <p class="muted">The table does not exist yet: the pipeline creates it when it starts.</p>}
@@ -124,6 +125,22 @@ export function PipelinePage({ id }: { id: string }) {
       </div>
       {doc.error && <Message kind="error">{doc.error}</Message>}
       <pre class="yaml" aria-labelledby="definition-title" tabIndex={0} data-testid="definition">{yaml}</pre>
+      <h2 id="alerts-title">Alerts</h2>
+      {alerts.error && <Message kind="error">{alerts.error}</Message>}
+      {alerts.data && alerts.data.length === 0 && (
+        <p class="muted">None so far. Rules go in the definition's <code>alerts:</code> section (edit the pipeline) or the server's <code>--alerts</code> file.</p>
+      )}
+      {alerts.data && alerts.data.length > 0 && (
+        <ul class="plain history" aria-labelledby="alerts-title" data-testid="alerts">
+          {alerts.data.map((a) => (
+            <li key={a.id} class={a.resolved_at ? "" : "alert-open"}>
+              {a.resolved_at ? "Resolved" : <strong>Open</strong>}: {a.condition} since {fmt.dateTime(a.since)}
+              {a.figure ? `: ${a.figure}` : ""}{a.reason ? ` (${a.reason})` : ""}
+              {a.resolved_at ? `; resolved ${fmt.dateTime(a.resolved_at)}${a.resolved_figure ? `, ${a.resolved_figure}` : ""}` : ""}
+            </li>
+          ))}
+        </ul>
+      )}
       <h2>History</h2>
       <ul class="plain history">
         {(history.data ?? []).slice().reverse().map((h) => (
