@@ -73,6 +73,7 @@ class Judge:
 
     def __init__(self) -> None:
         self._lag_above_since: dict[str, datetime] = {}
+        self._retrying_seen: dict[str, datetime] = {}  # when the history does not say
         self._dlq: dict[str, deque[tuple[datetime, int]]] = {}
 
     def findings(self, rules: Alerts, obs: Observation) -> list[Finding]:
@@ -97,6 +98,7 @@ class Judge:
     def forget(self, pipeline_id: str) -> None:
         """Drop what is kept about a pipeline (deleted)."""
         self._lag_above_since.pop(pipeline_id, None)
+        self._retrying_seen.pop(pipeline_id, None)
         self._dlq.pop(pipeline_id, None)
 
     def _forget_condition(self, pipeline_id: str, condition: str) -> None:
@@ -115,12 +117,12 @@ class Judge:
             return Finding("failed", None)
         return Finding("failed", False, figure=f"state {obs.state}")
 
-    @staticmethod
-    def _retrying(rule: RetryingRule, obs: Observation) -> Finding:
+    def _retrying(self, rule: RetryingRule, obs: Observation) -> Finding:
         bound = format_duration(rule.longer_than)
         if obs.state != RETRYING:
+            self._retrying_seen.pop(obs.pipeline_id, None)
             return Finding("retrying", False, figure=f"state {obs.state}")
-        since = obs.state_since or obs.at
+        since = obs.state_since or self._retrying_seen.setdefault(obs.pipeline_id, obs.at)
         stay = obs.at - since
         figure = f"Retrying for {_span(stay)} (> {bound})"
         if stay > rule.longer_than or (rule.longer_than == timedelta(0)):

@@ -58,6 +58,10 @@ def test_retrying_holds_only_after_its_threshold_from_the_first_retry_of_the_sta
     assert (long.active, long.since, long.reason) == (True, at(5), "no broker")
     assert long.figure == "Retrying for 1m1s (> 1m)"
     assert verdict(judge, rules, obs(70, "Running"), "retrying").active is False
+    # no history entry to go by: timed from the first round that saw it Retrying
+    assert verdict(judge, rules, obs(100, "Retrying", state_since=None), "retrying").active is False
+    late = verdict(judge, rules, obs(161, "Retrying", state_since=None), "retrying")
+    assert (late.active, late.since) == (True, at(100))
 
 
 def test_lag_must_stay_above_its_bound_for_longer_than_and_is_not_judged_while_down():
