@@ -317,7 +317,8 @@ def test_phone_pass_and_dark_theme(phone_page: Any, broker: Broker, unique_name:
     link = page.locator("table.pipelines td[data-label=Name] a").first
     if link.count():
         link.click()
-        expect(page.get_by_test_id("chart-note")).to_be_visible()
+        expect(page.get_by_test_id("chart-note")).to_contain_text("as the server recorded them")
+        expect(page.get_by_test_id("definition")).to_contain_text("name: ")
         no_sideways_scroll(page)
         every_control_labelled(page)
         shot(page, "phone-pipeline")
