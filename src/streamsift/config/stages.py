@@ -107,9 +107,9 @@ class Transform(ConfigModel):
     @field_validator("type")
     @classmethod
     def _type(cls, v: FieldType) -> FieldType:
-        if v not in SCALAR_TYPES:
+        if v not in SCALAR_TYPES and v is not FieldType.MAP:
             raise ValueError(
-                f"computed fields are string, int, float, bool or timestamp, not {v.value}"
+                f"computed fields are string, int, float, bool, timestamp or map, not {v.value}"
             )
         return v
 

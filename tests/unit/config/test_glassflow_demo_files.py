@@ -16,8 +16,8 @@ FILES = sorted(DEMOS.glob("*.json"))
 
 
 def test_the_demo_folder_holds_every_demo() -> None:
-    # 11 Kafka demos as first collected, 4 newer versions (head__*), 5 OTLP demos
-    assert len(FILES) == 20
+    # 11 Kafka demos as first collected, 5 newer versions (head__*, v3__*), 6 OTLP demos
+    assert len(FILES) == 22
     listed = (DEMOS / "README.md").read_text()
     assert all(f.name in listed for f in FILES)
 
@@ -75,3 +75,36 @@ def test_the_other_otlp_demos_read_their_signal(
     assert pipeline.source_.type.value == signal
     got = pipeline.dedup and (pipeline.dedup.key, pipeline.dedup.time_window.total_seconds())
     assert got == dedup
+
+
+def test_the_redacting_traces_demo_replaces_its_maps() -> None:
+    """HEAD's observability-v2 traces demo: a composite dedup key, and stateless outputs
+    named like the OTLP fields they replace, built with expr-lang map literals."""
+    doc = json.loads((DEMOS / "head__observability-v2__traces-pipeline.json").read_text())
+    pipeline = parse_pipeline(import_glassflow(doc).document)
+    assert pipeline.dedup is not None and pipeline.dedup.key == ("trace_id", "span_id")
+    computed = {t.name: (t.expression, t.type.value) for t in pipeline.transform}
+    assert computed["attributes_out"] == (
+        "map('user_email', '[REDACTED]', 'demo_ssn', '[REDACTED]')",
+        "map",
+    )
+    assert computed["resource_attributes_out"][0].startswith(
+        "map('service.name', CAST(try_element_at(`resource_attributes`, 'service.name') AS STRING)"
+    )
+    columns = {m.column: m.field for m in pipeline.sink.mapping}
+    assert columns["SpanAttributes"] == "attributes_out"
+    assert columns["ResourceAttributes"] == "resource_attributes_out"
+
+
+JOIN_FILES = [f for f in FILES if (json.loads(f.read_text()).get("join") or {}).get("enabled")]
+
+
+@pytest.mark.parametrize("path", JOIN_FILES, ids=[f.stem for f in JOIN_FILES])
+def test_every_glassflow_join_imports_as_a_latest_join(path: Path) -> None:
+    pipeline = parse_pipeline(import_glassflow(json.loads(path.read_text())).document)
+    assert pipeline.join is not None
+    assert (pipeline.join.mode.value, pipeline.join.type.value) == ("latest", "inner")
+
+
+def test_the_join_files_are_all_there() -> None:
+    assert len(JOIN_FILES) == 5

@@ -206,7 +206,9 @@ def read_column(
     if not ok:
         return None
     assert isinstance(col.field, str) and isinstance(col.column, str)
-    return {"field": col.field.strip(), "column": col.column.strip(), "type": str(ch)}
+    # the field's own name: a stateless output replacing a schema field maps as `<name>_out`
+    name = field.name if field is not None else col.field.strip()
+    return {"field": name, "column": col.column.strip(), "type": str(ch)}
 
 
 def read_column_type(r: Reader, value: object, path: str) -> CHType | None:

@@ -5,7 +5,8 @@ compatible API returns for a pipeline created natively, in the shape GlassFlow's
 SDK (its pydantic v3 model) accepts. What v3 cannot say is approximated or left out, and each
 such loss is named in `V3Export.notes` (docs/glassflow.md lists them):
 
-- dedup modes `last` and `exact`, composite dedup or join keys, left joins, event time
+- dedup modes `last` and `exact`, composite dedup or join keys, left joins, interval joins
+  (GlassFlow's join is `mode: latest`), event time
   (`schema.event_time`), computed fields and filters (Spark SQL, not GlassFlow's expr-lang),
   Kafka `properties` and CA files, DLQ table names, runtime settings: left out;
 - field types `timestamp` and `json` become `string` (GlassFlow parses DateTime columns from
@@ -33,6 +34,7 @@ from streamsift.config.models import (
     Pipeline,
 )
 from streamsift.config.otlp import OtlpSource
+from streamsift.config.stages import JoinMode
 from streamsift.config.types import CHType, FieldType, parse_clickhouse_type
 
 EMBEDDED_HOST = "embedded"
@@ -288,6 +290,12 @@ def _join(pipeline: Pipeline, notes: list[str]) -> dict[str, Any]:
     if join.type is not JoinType.INNER:
         notes.append(
             f"join.type: a {join.type.value} join has no GlassFlow v3 form (temporal inner joins only); shown as temporal"
+        )
+    if join.mode is not JoinMode.LATEST:
+        notes.append(
+            f"join.mode: GlassFlow joins each left record once, with the newest right record "
+            f"of its key (mode latest); this {join.mode.value} join's row per matching pair "
+            "has no GlassFlow v3 form"
         )
     if join.allowed_lateness is not None:
         notes.append("join.allowed_lateness: no GlassFlow v3 form; left out")

@@ -4,11 +4,15 @@ Only the common forms are translated: comparisons, `&&` / `and`, `||` / `or`, `!
 arithmetic (`+ - * / %`), string and number literals, `true`/`false`/`nil`, field paths
 (`user.id`), `in` / `not in` lists (`status in ['a', 'b']`), nil coalescing (`a ?? b`, as
 COALESCE; it binds tighter than any other binary operator, as in expr-lang), map indexing
-with a string key (`resource_attributes['cell.id']`, a missing key gives nil) and the
+with a string key (`resource_attributes['cell.id']`, a missing key gives nil), the
 conversions `toFloat(x)` / `toInt(x)` (CASTs: a value that does not convert sends the record
-to the DLQ, where expr-lang fails it too). Anything else (other function calls, `?:`,
-`matches`, `contains`, pipes, ...) is refused with a message naming the expression, so an
-import never silently changes what a filter means.
+to the DLQ, where expr-lang fails it too), map literals with string keys
+(`{'user_email': '[REDACTED]', 'service.name': m['service.name']}` → `map(...)`, values as
+strings: our map fields are string to string), the string operators `contains`,
+`startsWith`, `endsWith` and GlassFlow's string functions `upper`, `lower`, `trim`,
+`hasPrefix`, `hasSuffix`, `containsStr`. Anything else (other function calls, `?:`,
+`matches`, pipes, ...) is refused with a message naming the expression, so an import never
+silently changes what a filter means.
 """
 
 from __future__ import annotations
@@ -20,16 +24,28 @@ _TOKEN = re.compile(
     (?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
   | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
-  | (?P<op>\?\?|==|!=|<=|>=|&&|\|\||[<>!+\-*/%()\[\],])
+  | (?P<op>\?\?|==|!=|<=|>=|&&|\|\||[<>!+\-*/%()\[\],{}:])
     )""",
     re.VERBOSE,
 )
 _COMPARE = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 # expr-lang conversions and the Spark type each CASTs to
 _CONVERSIONS = {"toFloat": "DOUBLE", "toInt": "BIGINT"}
+# GlassFlow's string functions (name -> Spark SQL template of its arguments)
+_STRING_FUNCTIONS = {
+    "upper": (1, "upper({0})"),
+    "lower": (1, "lower({0})"),
+    "trim": (1, "trim({0})"),
+    "hasPrefix": (2, "startswith({0}, {1})"),
+    "hasSuffix": (2, "endswith({0}, {1})"),
+    "containsStr": (2, "contains({0}, {1})"),
+}
+# expr-lang's string operators, as Spark SQL functions
+_STRING_OPERATORS = {"contains": "contains", "startsWith": "startswith", "endsWith": "endswith"}
 _FORMS = (
     "comparisons, &&, ||, !, arithmetic, literals, field paths, in lists, ??, map['key'], "
-    "toFloat(), toInt()"
+    "{'key': value} maps, contains/startsWith/endsWith, toFloat(), toInt(), upper(), lower(), "
+    "trim(), hasPrefix(), hasSuffix(), containsStr()"
 )
 
 
@@ -109,6 +125,9 @@ class _Parser:
         if op in _COMPARE:
             self.take()
             return f"({left} {_COMPARE[op]} {self.additive()})"
+        if op in _STRING_OPERATORS:
+            self.take()
+            return f"{_STRING_OPERATORS[op]}({left}, {self.additive()})"
         negate = False
         if op == "not" and self.pos + 1 < len(self.tokens) and self.tokens[self.pos + 1][1] == "in":
             self.take()
@@ -166,13 +185,41 @@ class _Parser:
         return value
 
     def call(self, name: str) -> str:
-        if name not in _CONVERSIONS:
+        if name not in _CONVERSIONS and name not in _STRING_FUNCTIONS:
             raise self.refuse(f"function calls ({name}(...)) are not translated")
         self.take()
-        inner = self.expr_or()
+        args = [self.expr_or()]
+        while self.peek() == ",":
+            self.take()
+            args.append(self.expr_or())
         if self.take()[1] != ")":
-            raise self.refuse(f"{name}() takes one argument")
-        return f"CAST({inner} AS {_CONVERSIONS[name]})"
+            raise self.refuse(f"missing ')' after the arguments of {name}()")
+        count, template = _STRING_FUNCTIONS.get(
+            name, (1, f"CAST({{0}} AS {_CONVERSIONS.get(name)})")
+        )
+        if len(args) != count:
+            raise self.refuse(f"{name}() takes {count} argument{'s' if count > 1 else ''}")
+        return template.format(*args)
+
+    def map_literal(self) -> str:
+        """`{'k': v, ...}` as `map('k', CAST(v AS STRING), ...)` (our maps are string to string)."""
+        items = []
+        while self.peek() != "}":
+            kind, key = self.take()
+            if kind not in ("str", "name") or self.take()[1] != ":":
+                raise self.refuse("a map literal's keys are strings: {'key': value}")
+            quoted = self._string(key) if kind == "str" else f"'{key}'"
+            value = self.expr_or()
+            literal = value.startswith("'") and value.endswith("'") and value.count("'") == 2
+            items.append(f"{quoted}, {value if literal else f'CAST({value} AS STRING)'}")
+            if self.peek() == ",":
+                self.take()
+            elif self.peek() != "}":
+                raise self.refuse("expected ',' or '}' in a map literal")
+        self.take()
+        if not items:
+            return "CAST(map() AS MAP<STRING, STRING>)"
+        return f"map({', '.join(items)})"
 
     @staticmethod
     def _string(value: str) -> str:
@@ -187,6 +234,8 @@ class _Parser:
             return value
         if kind == "str":
             return self._string(value)
+        if value == "{":
+            return self.map_literal()
         if value == "(":
             inner = self.expr_or()
             if self.take()[1] != ")":
@@ -198,7 +247,7 @@ class _Parser:
                 return lowered.upper()
             if lowered == "nil":
                 return "NULL"
-            if lowered in ("and", "or", "not", "in"):
+            if lowered in ("and", "or", "not", "in") or value in _STRING_OPERATORS:
                 raise self.refuse(f"unexpected {value!r}")
             if self.peek() == "(":
                 return self.call(value)

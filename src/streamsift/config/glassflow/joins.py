@@ -56,13 +56,15 @@ def join_document(
     sink: dict[str, Any],
     create_table: bool,
 ) -> dict[str, Any]:
-    """Our join pipeline: the left source first, an inner join, the sink; with the notes."""
+    """Our join pipeline: the left source first, an inner join of mode latest (GlassFlow's: one
+    row per left record, with the newest right record of its key), the sink; with the notes."""
     document: dict[str, Any] = {
         "version": 1,
         "name": name,
         "sources": [sources[sides["left"]["source"]], sources[sides["right"]["source"]]],
         "join": {
             "type": "inner",
+            "mode": "latest",
             "left": sides["left"],
             "right": sides["right"],
             "output": output,
@@ -70,10 +72,11 @@ def join_document(
         "sink": sink_section(sink, create_table),
     }
     r.notes.append(
-        "GlassFlow's join is inner, on processing time, keeping the latest right record per "
-        "key; streamsift joins every matching pair within the windows, on each source's Kafka "
-        "timestamps (set schema.event_time to use a payload field); type: left keeps orders "
-        "without a match"
+        "join: mode latest, as GlassFlow joins: each left record once, with the newest right "
+        "record of its key; GlassFlow decides on processing time, streamsift on each source's "
+        "Kafka timestamps (set schema.event_time to use a payload field), which differ only "
+        "when a topic is read behind or out of order (docs/glassflow.md); type: left keeps "
+        "left records without a match"
     )
     add_notes(r, any("dedup" in s for s in sources.values()), create_table)
     return document

@@ -39,9 +39,13 @@ def read_stateless_entries(
 ) -> None:
     """GlassFlow `{expression, output_name, output_type}` entries as our `transform`.
 
-    Each computed field joins `fields`, so the sink mapping may use it.
+    Each computed field joins `fields`, so the sink mapping may use it. An output named like
+    a schema field replaces it, as GlassFlow's stateless output replaces the record: ours is
+    computed as `<name>_out` (a computed field may not take a field's name here) and the
+    sink mapping's `<name>` reads it.
     """
     out = extras.setdefault("transform", [])
+    replaced = []
     for _, epath, entry in r.objects(entries, path, "{expression, output_name, output_type}"):
         text = r.text(entry, "expression", f"{epath}.expression", empty="expression is empty")
         name = r.text(entry, "output_name", f"{epath}.output_name", empty="name is empty")
@@ -53,19 +57,29 @@ def read_stateless_entries(
         except ExprLangError as exc:
             r.problem(f"{epath}.expression", str(exc))
             continue
+        given = name
         if name in fields:
             if sql == f"`{name}`":
                 continue  # a field passed through unchanged: already there
-            r.problem(
-                f"{epath}.output_name",
-                f"{name!r} is also a schema field; streamsift keeps both, so rename the output",
-            )
-            continue
+            name = f"{name}_out"
+            if name in fields:
+                r.problem(
+                    f"{epath}.output_name",
+                    f"{given!r} is also a schema field, and so is {name!r}: rename the output",
+                )
+                continue
+            replaced.append(given)
         for ours, theirs in (("", ""), (".name", ".output_name"), (".type", ".output_type")):
             r.origin(f"transform[{len(out)}]{ours}", f"{epath}{theirs}")
         r.origin(f"transform[{len(out)}].expression", f"{epath}.expression")
         out.append({"name": name, "expression": sql, "type": ftype.value})
-        fields[name] = Field(name, ftype, epath)
+        fields[name] = fields[given] = Field(name, ftype, epath)
+    if replaced:
+        r.notes.append(
+            "stateless outputs named like schema fields ("
+            + ", ".join(replaced)
+            + ") are computed as <name>_out, and the sink mapping's <name> reads them"
+        )
     r.notes.append(
         "GlassFlow's stateless output replaces the record; here computed fields are added "
         "to the schema fields, and the mapping may use both"

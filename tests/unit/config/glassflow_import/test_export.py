@@ -92,6 +92,18 @@ def test_a_left_join_and_a_composite_key_are_named_as_losses() -> None:
     assert "left join" in notes
 
 
+def test_a_latest_join_exports_losslessly_and_an_interval_join_is_named_as_a_loss() -> None:
+    ours = convert_glassflow(glassflow_example("glassflow-join-v3.json"))
+    assert ours["join"]["mode"] == "latest"
+    exported = export_v3(parse_pipeline(ours))
+    assert not [n for n in exported.notes if n.startswith("join")]
+    again = parse_pipeline(convert_glassflow(exported.document))
+    assert again.join == parse_pipeline(ours).join
+    ours["join"]["mode"] = "interval"
+    notes = "\n".join(export_v3(parse_pipeline(ours)).notes)
+    assert "join.mode: GlassFlow joins each left record once" in notes
+
+
 @pytest.mark.parametrize(
     ("ours", "v3", "lost"),
     [

@@ -37,6 +37,27 @@ LATITUDE = "toFloat(resource_attributes['location.latitude'] ?? '0')"
         ("a + b ?? 1", "(`a` + COALESCE(`b`, 1))"),
         ("-a ?? 2", "(-COALESCE(`a`, 2))"),
         ("(a ?? b) > 1 || c", "(((COALESCE(`a`, `b`)) > 1) OR `c`)"),
+        # map literals (the observability-v2 traces demo's PII redaction): string values
+        (
+            "{'service.name': resource_attributes['service.name'], 'user_email': '[REDACTED]'}",
+            "map('service.name', CAST(try_element_at(`resource_attributes`, 'service.name') "
+            "AS STRING), 'user_email', '[REDACTED]')",
+        ),
+        ('{"n": 1}', "map('n', CAST(1 AS STRING))"),
+        ("{}", "CAST(map() AS MAP<STRING, STRING>)"),
+        # GlassFlow's string functions and expr-lang's string operators
+        ("upper(name) == 'A'", "(upper(`name`) = 'A')"),
+        ("lower(trim(name))", "lower(trim(`name`))"),
+        (
+            "hasPrefix(path, '/g/') && !hasSuffix(path, '.js')",
+            ("(startswith(`path`, '/g/') AND (NOT endswith(`path`, '.js')))"),
+        ),
+        ("containsStr(path, '/api/')", "contains(`path`, '/api/')"),
+        (
+            "path contains 'x' || name startsWith 'a'",
+            ("(contains(`path`, 'x') OR startswith(`name`, 'a'))"),
+        ),
+        ("name endsWith 'z'", "endswith(`name`, 'z')"),
     ],
 )
 def test_demo_forms_are_translated(expr_lang: str, spark: str) -> None:
@@ -47,8 +68,11 @@ def test_demo_forms_are_translated(expr_lang: str, spark: str) -> None:
     ("expr_lang", "why"),
     [
         ("tags[0]", "only a string key is translated in [...] (map['key'])"),
-        ("toFloat(a, b)", "toFloat() takes one argument"),
-        ("upper(name)", "function calls (upper(...)) are not translated"),
+        ("toFloat(a, b)", "toFloat() takes 1 argument"),
+        ("split(name, ',')", "function calls (split(...)) are not translated"),
+        ("upper(a, b)", "upper() takes 1 argument"),
+        ("hasPrefix(a)", "hasPrefix() takes 2 arguments"),
+        ("{a: 1, 2: 3}", "a map literal's keys are strings"),
         ("a ?? ", "it ends too early"),
     ],
 )

@@ -57,6 +57,7 @@ def test_v3_join_is_imported() -> None:
     assert [src["name"] for src in doc["sources"]] == ["orders", "users"]
     assert doc["join"] == {
         "type": "inner",
+        "mode": "latest",
         "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
         "right": {"source": "users", "key": "user.id", "time_window": "1h"},
         "output": [
@@ -135,7 +136,7 @@ def test_join_example_field_by_field(version: str) -> None:
     assert orders["dedup"] == {"key": "order_id", "time_window": "1h"}
     assert "dedup" not in users
     assert orders["bootstrap_servers"] == users["bootstrap_servers"] == "127.0.0.1:9092"
-    assert doc["join"]["type"] == "inner"
+    assert (doc["join"]["type"], doc["join"]["mode"]) == ("inner", "latest")
     assert doc["join"]["left"] == {"source": "orders", "key": "user_id", "time_window": "1h"}
     assert doc["join"]["right"] == {"source": "users", "key": "user.id", "time_window": "1h"}
     assert doc["sink"]["mapping"] == [
@@ -231,6 +232,7 @@ def test_v2_demo_join_imports_with_every_schema_field_as_output() -> None:
     }
     assert doc["join"] == {
         "type": "inner",
+        "mode": "latest",
         "left": {"source": "orders", "key": "user_id", "time_window": "30m"},
         "right": {"source": "user_events", "key": "user.id", "time_window": "1h"},
         "output": [

@@ -71,7 +71,9 @@ V2_EXPRESSIONS_INVALID = [
         [
             "filter.expression: cannot translate GlassFlow expression 'len(tags) > 1': function "
             "calls (len(...)) are not translated; streamsift translates comparisons, &&, ||, !, "
-            "arithmetic, literals, field paths, in lists, ??, map['key'], toFloat(), toInt()"
+            "arithmetic, literals, field paths, in lists, ??, map['key'], {'key': value} maps, "
+            "contains/startsWith/endsWith, toFloat(), toInt(), upper(), lower(), trim(), "
+            "hasPrefix(), hasSuffix(), containsStr()"
         ],
     ),
     (
@@ -118,9 +120,14 @@ V2_EXPRESSIONS_INVALID = [
                 "transform": [{"expression": "1 + 2", "output_name": "tags", "output_type": "int"}]
             },
         },
+        # the output replaces the schema field (as GlassFlow's output replaces the record):
+        # the mapping's `tags` column now takes an int
         [
-            "stateless_transformation.config.transform[0].output_name: 'tags' is also a schema "
-            "field; streamsift keeps both, so rename the output"
+            "schema.fields[5].column_type: field 'tags' (int) cannot go into column 'tags' "
+            "(Array(String)) (an int field can go into: BFloat16, Bool, DateTime, DateTime64, "
+            "Decimal, Decimal128, Decimal256, Decimal32, Decimal64, Enum, Enum16, Enum8, Float32, "
+            "Float64, Int128, Int16, Int256, Int32, Int64, Int8, String, UInt128, UInt16, "
+            "UInt256, UInt32, UInt64, UInt8)"
         ],
     ),
     (

@@ -50,7 +50,8 @@ def test_v3_filter_and_stateless_are_translated() -> None:
         "transforms[2].config.transforms[1].expression: cannot translate GlassFlow expression "
         "'len(tags) * 2': function calls (len(...)) are not translated; streamsift translates "
         "comparisons, &&, ||, !, arithmetic, literals, field paths, in lists, ??, map['key'], "
-        "toFloat(), toInt()"
+        "{'key': value} maps, contains/startsWith/endsWith, toFloat(), toInt(), upper(), "
+        "lower(), trim(), hasPrefix(), hasSuffix(), containsStr()"
     ]
     doc["transforms"][2]["config"]["transforms"][1]["expression"] = "-(2 + 3) % 2"
     out = convert_glassflow(doc)
