@@ -55,15 +55,17 @@ def latest_pairs(
     def shaped(frame: Any, side: str) -> Any:
         fields = [F.col(column).alias(name) for name, column, _ in packed[side]]
         payload = F.to_json(F.struct(*fields), JSON_OPTIONS) if fields else F.lit("{}")
-        return frame.select(
-            *keys,
-            F.lit(side == "left").alias("_is_left"),
-            "_event_time",
-            F.unix_micros("_event_time").alias("_et"),
-            F.col("_partition").alias("_p"),
-            F.col("_offset").alias("_o"),
-            payload.alias("_payload"),
+        # one text column per record: Spark hands each key's rows to pandas column by
+        # column, and that costs per column and key more than splitting the text does
+        record = F.concat_ws(
+            "|",
+            F.lit("L" if side == "left" else "R"),
+            F.unix_micros("_event_time"),
+            "_partition",
+            "_offset",
+            payload,
         )
+        return frame.select(*keys, "_event_time", record.alias("_record"))
 
     windows = Windows(
         int(join.left.time_window.total_seconds() * 1_000_000),
@@ -132,16 +134,10 @@ class KeyJoiner:
         new_rights: list[Record] = []
         new_lefts: list[Record] = []
         for frame in frames:
-            for is_left, et, p, o, payload in zip(
-                frame["_is_left"],
-                frame["_et"],
-                frame["_p"],
-                frame["_o"],
-                frame["_payload"],
-                strict=True,
-            ):
-                record = Record(int(et), int(p), int(o), str(payload))
-                (new_lefts if is_left else new_rights).append(record)
+            for text in frame["_record"]:
+                side, et, p, o, payload = text.split("|", 4)
+                record = Record(int(et), int(p), int(o), payload)
+                (new_lefts if side == "L" else new_rights).append(record)
         watermark_us = max(state.getCurrentWatermarkMs(), 0) * 1000
         key_is_null = any(k is None or k != k for k in key)  # NaN: a NULL float key
         result = step(rights, lefts, new_rights, new_lefts, watermark_us, self.windows, key_is_null)

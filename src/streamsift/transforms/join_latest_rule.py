@@ -16,6 +16,7 @@ with the same event time, the one written last (highest partition, then offset) 
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -61,6 +62,18 @@ def pick(left: Record, rights: list[Record] | tuple[Record, ...], w: Windows) ->
     return None
 
 
+def pick_sorted(left: Record, known: list[Record], times: list[int], w: Windows) -> Record | None:
+    """`pick` over versions sorted by (event time, partition, offset); `times` their event
+    times. The version before is the last with `tr <= tl`; the one after is the last of those
+    sharing the first event time after `tl`."""
+    i = bisect_right(times, left.et)
+    if i and times[i - 1] >= left.et - w.right_us:
+        return known[i - 1]
+    if i < len(times) and times[i] <= left.et + w.left_us:
+        return known[bisect_right(times, times[i]) - 1]
+    return None
+
+
 def step(
     rights: tuple[Record, ...],
     lefts: tuple[Record, ...],
@@ -77,10 +90,11 @@ def step(
     matches: its right records are not kept, its left records wait and expire.
     """
     known = [] if key_is_null else sorted({*rights, *new_rights}, key=_position)
+    times = [r.et for r in known]
     matched: list[tuple[Record, Record]] = []
     waiting: list[Record] = []
     for left in sorted({*lefts, *new_lefts}, key=_position):
-        right = pick(left, known, w)
+        right = pick_sorted(left, known, times, w)
         if right is not None:
             matched.append((left, right))
         else:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import itertools
 import random
 
-from streamsift.transforms.join_latest_rule import Record, Windows, decode, encode, pick, step
+from streamsift.transforms.join_latest_rule import (
+    Record,
+    Windows,
+    decode,
+    encode,
+    pick,
+    pick_sorted,
+    step,
+)
 
 M = 60_000_000  # a minute in µs
 W = Windows(left_us=60 * M, right_us=30 * M)  # left waits 1h for later versions; right 30m
@@ -78,6 +86,20 @@ def test_same_rows_whatever_the_split_and_order_of_a_batch():
         rng.shuffle(lefts)
         got = step((), (), rights, lefts, 0, W)
         assert sorted(got.matched) == sorted(want.matched) and got.lefts == want.lefts
+
+
+def test_the_sorted_lookup_picks_what_pick_picks():
+    rng = random.Random(11)
+    for _ in range(300):
+        rights = sorted(
+            (
+                rec(rng.randrange(0, 100), rng.randrange(50), partition=rng.randrange(2))
+                for _ in range(rng.randrange(8))
+            ),
+            key=lambda r: (r.et, r.partition, r.offset),
+        )
+        left = rec(rng.randrange(-40, 140), 999)
+        assert pick_sorted(left, rights, [r.et for r in rights], W) == pick(left, rights, W)
 
 
 def test_state_round_trips_through_its_text():

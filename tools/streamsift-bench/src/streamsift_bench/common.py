@@ -171,13 +171,17 @@ def verify(query: Any, table: str, truth: dict[str, int], dedup: bool, final: bo
     }
 
 
-def verify_join(query: Any, table: str, truth: dict[str, int]) -> dict:
+def verify_join(query: Any, table: str, truth: dict[str, int], mode: str = "interval") -> dict:
     """Compare a joined table with the generator's join truth: exact or not, and why.
 
     Exact: as many rows as the reference's pairs, as many distinct (event id, profile event
     id) pairs, the same pair checksum, and no row made from a re-send on either side
-    (attempt > 0: dedup must keep the first version).
+    (attempt > 0: dedup must keep the first version). With `mode` latest: one row per left
+    event that has a partner in the windows (which partner depends on what had arrived when
+    the event was joined, so no pair checksum), and no re-sends.
     """
+    if mode == "latest":
+        return _verify_latest_join(query, table, truth)
     rows, distinct, later_left, later_right = (
         int(v)
         for v in query(
@@ -201,6 +205,23 @@ def verify_join(query: Any, table: str, truth: dict[str, int]) -> dict:
             and later_left == later_right == 0
             and checksum_ok
         ),
+    }
+
+
+def _verify_latest_join(query: Any, table: str, truth: dict[str, int]) -> dict:
+    rows, events, later_left, later_right = (
+        int(v)
+        for v in query(
+            "SELECT count(), uniqExact(event_id), countIf(attempt > 0), "
+            f"countIf(profile_attempt > 0) FROM {table}"
+        )
+    )
+    return {
+        "expected_rows": truth["left_matched"],
+        "rows": rows,
+        "distinct_events": events,
+        "later_versions": later_left + later_right,
+        "exact": rows == events == truth["left_matched"] and later_left == later_right == 0,
     }
 
 

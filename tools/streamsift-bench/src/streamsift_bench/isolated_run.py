@@ -96,6 +96,7 @@ def join_pipeline_doc(doc: dict[str, Any], spec: dict[str, Any]) -> dict[str, An
     doc["sources"] = [left, right]
     doc["join"] = {
         "type": "inner",
+        "mode": join.get("mode", "interval"),
         "left": {"source": "events", "key": "user.id", "time_window": join["left_window"]},
         "right": {"source": "profiles", "key": "user.id", "time_window": join["right_window"]},
         "output": [{"from": side, "field": field, "as": name} for side, field, name in JOIN_OUTPUT],
@@ -250,7 +251,7 @@ def _run_streamsift(
         return runner.writer.query_rows(sql)[0]
 
     if join:
-        check = verify_join(first_row, JOIN_TABLE, truth["join"])
+        check = verify_join(first_row, JOIN_TABLE, truth["join"], join.get("mode", "interval"))
     else:
         check = verify(first_row, TABLE, truth, dedup=spec["dedup"])
     started = spec["process_started"]

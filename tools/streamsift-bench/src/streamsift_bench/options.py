@@ -35,6 +35,7 @@ class BenchOptions:
     join_left_window: str = "30s"
     join_right_window: str = "60s"
     join_unmatched: float = 0.1
+    join_mode: str = "interval"  # dedup-join's join.mode: interval or latest
     live: bool = True
     live_scenarios: tuple[str, ...] | None = None  # None: every scenario also runs live
     latency_rates: tuple[int, ...] = (1_000, 5_000, 20_000)

@@ -262,6 +262,7 @@ class Bench:
                 "topic": self.join_topic,
                 "left_window": o.join_left_window,
                 "right_window": o.join_right_window,
+                "mode": o.join_mode,
             }
             extra["truth"] = {**backlog.truth, "join": self.join_truth}
         if cluster_cores is not None:

@@ -92,6 +92,13 @@ def register(subparsers: Any) -> None:
         help="dedup-join: LEFT[,RIGHT] join windows (default 30s,60s: a profile at tr joins an "
         "event at tl when tl - 60s <= tr <= tl + 30s)",
     )
+    p.add_argument(
+        "--join-mode",
+        choices=("interval", "latest"),
+        default="interval",
+        help="dedup-join: the join's mode (interval: every pair in the windows; latest: one "
+        "row per event, with the profile version current at its time)",
+    )
     p.add_argument("--soak-rate", type=int, default=10_500, help="events/s of the soak")
     p.add_argument(
         "--soak-seconds", type=float, default=600.0, help="how long the memory soak runs"
@@ -271,6 +278,7 @@ def bench_options(args: argparse.Namespace) -> Any:
         join_events=args.join_events,
         join_left_window=format_duration(left_window),
         join_right_window=format_duration(right_window),
+        join_mode=args.join_mode,
         live=live,
         live_scenarios=live_scenarios,
         latency_rates=args.latency_rates,
