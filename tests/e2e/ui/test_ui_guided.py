@@ -92,6 +92,7 @@ def pipeline_doc(name: str, topic: str, servers: str, path: str) -> dict[str, An
             },
         },
         "dedup": {"key": "event_id", "time_window": "1h"},
+        "filter": "n % 4 != 0",
         "sink": {
             "clickhouse": {"path": path},
             "table": topic,
@@ -123,6 +124,8 @@ def test_a_running_pipeline_gives_defaults_charts_from_history_and_edits_in_the_
     expect(page.locator("figure.chart").first).to_have_attribute(
         "data-points", re.compile(r"^([3-9]|\d{2,})$")
     )
+    # 5. the records the filter dropped (every fourth), counted by the server
+    expect(page.locator("[data-figure=filtered]")).not_to_have_text(re.compile(r"^[0–]$"))
     every_control_labelled(page)
     shot(page, "pipeline-charts-from-history")
 
@@ -250,6 +253,12 @@ def test_a_running_pipeline_gives_defaults_charts_from_history_and_edits_in_the_
     document = httpx.get(f"{ui_server}/api/v1/pipelines/{name}/document", timeout=30).json()
     assert document["dedup"]["time_window"] == "2h"
     assert document["sink"]["table"] == topic and document["source"]["topic"] == topic
+    assert document["filter"] == "n % 4 != 0"  # kept through the wizard
+
+    # 5. stopped, its run's count and the table's differ: the page says why
+    page.goto(f"/#/p/{name}")
+    expect(page.get_by_test_id("count-note")).to_contain_text("counts the current run only")
+    shot(page, "pipeline-table-count-note")
 
 
 def test_an_upload_is_checked_when_picked(

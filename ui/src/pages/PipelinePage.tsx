@@ -64,6 +64,7 @@ export function PipelinePage({ id }: { id: string }) {
           <div><dt>Rows read</dt><dd data-figure="read">{fmt.int(s.read)}</dd></div>
           <div><dt>Rows written</dt><dd data-figure="written">{fmt.int(s.written)}</dd></div>
           <div><dt>Duplicates dropped</dt><dd data-figure="duplicates">{fmt.int(s.duplicates)}</dd></div>
+          <div><dt>Filtered out</dt><dd data-figure="filtered" title="records the filter dropped">{fmt.int(s.filtered)}</dd></div>
           <div><dt>Dead letters</dt><dd data-figure="dlq"><a href={`#/p/${encodeURIComponent(id)}/dlq`}>{fmt.int(s.dlq)}</a></dd></div>
           <div><dt>Lag (messages)</dt><dd>{fmt.int(s.lag)}</dd></div>
           <div><dt>Late events</dt><dd>{fmt.int(s.late)}</dd></div>
@@ -86,6 +87,15 @@ export function PipelinePage({ id }: { id: string }) {
       {table.data?.exists && (
         <>
           <p><span data-figure="table-rows">{fmt.int(table.data.count)}</span> rows in the table{table.data.rows.length ? `; the newest ${table.data.rows.length}${table.data.order ? ` by ${table.data.order}` : ""}:` : "."}</p>
+          {s && table.data.count !== s.written && (
+            <p class="muted" data-testid="count-note">
+              The table holds {fmt.int(table.data.count)} rows and this run wrote {fmt.int(s.written)}: "Rows written" counts
+              the current run only (it starts again at 0 when the pipeline is resumed), while the table keeps the rows of
+              earlier runs and of anything else that writes to it{doc.data && (doc.data as any).dedup?.mode === "last"
+                ? "; with dedup mode last, ClickHouse also merges a key's versions in the background (read it with FINAL)" : ""}.
+              Filtered-out records and dead letters are in neither.
+            </p>
+          )}
           {table.data.rows.length > 0 && (
             <div class="table-wrap">
               <table aria-labelledby="rows-title" data-testid="newest-rows">

@@ -83,6 +83,7 @@ export function PipelinesPage() {
                 <th scope="col" class="num">Rows written</th>
                 <th scope="col" class="num">Lag</th>
                 <th scope="col" class="num">Duplicates</th>
+                <th scope="col" class="num">Filtered</th>
                 <th scope="col" class="num">DLQ</th>
                 <th scope="col">Last error</th>
                 <th scope="col">Actions</th>
@@ -97,6 +98,7 @@ export function PipelinesPage() {
                   <td data-label="Rows written" class="num" data-col="written">{fmt.int(s?.written)}</td>
                   <td data-label="Lag" class="num">{fmt.int(s?.lag)}</td>
                   <td data-label="Duplicates" class="num" data-col="duplicates">{fmt.int(s?.duplicates)}</td>
+                  <td data-label="Filtered out" class="num" data-col="filtered">{fmt.int(s?.filtered)}</td>
                   <td data-label="DLQ" class="num">
                     <a href={`#/p/${encodeURIComponent(p.id)}/dlq`} data-col="dlq"
                       aria-label={`dead letters of ${p.id}: ${s?.dlq ?? 0}`}>{fmt.int(s?.dlq)}</a>
