@@ -2,7 +2,9 @@
 that checks the HMAC signature, a Slack-like hook named by the pipeline's own `alerts:` and an
 SMTP server (aiosmtpd). A pipeline that fails (its table does not exist and it may not create
 it) gives exactly one alert per channel; a restart of the server gives none; the fix (an edit
-that lets it create the table) and a resume give exactly one resolution per channel.
+that lets it create the table) and a resume give exactly one resolution per channel; three
+dead letters then trip the pipeline's own DLQ-growth rule: one alert and, once the DLQ stops
+growing, one resolution per channel.
 
 One server and one pipeline: the resume costs one Spark start-up.
 """
@@ -21,7 +23,7 @@ from streamsift.embedded.broker import Broker
 from streamsift.sdk import Client, Conflict
 from support.alert_receivers import Mailbox, Receiver
 from support.servers import Serve
-from support.service_pipeline import START_TIMEOUT_S, pipeline_doc
+from support.service_pipeline import START_TIMEOUT_S, pipeline_doc, produce
 from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -68,7 +70,10 @@ def test_a_failure_alerts_once_per_channel_and_its_fix_resolves_once(
         )
         doc = pipeline_doc(name, broker, {"path": str(data_dir / "clickhouse")})
         doc["sink"]["create_table"] = False  # no table: a permanent failure at start
-        doc["alerts"] = {"slack": [{"webhook_url": slack.url + SLACK_PART}]}
+        doc["alerts"] = {  # its own channel and rule, beside the server's
+            "slack": [{"webhook_url": slack.url + SLACK_PART}],
+            "dlq_growth": {"by": 3, "within": "4s"},
+        }
         server.start()
         try:
             with server.client() as client:
@@ -129,6 +134,27 @@ def test_a_failure_alerts_once_per_channel_and_its_fix_resolves_once(
                 assert episode.resolved_at is not None and episode.resolved_figure == (
                     "state Running"
                 )
+
+                # three dead letters: the DLQ grew by 3 (the pipeline's rule), then stays
+                produce(broker, name, range(0), extra=(b"{not json",) * 3)
+                wait_for(
+                    lambda: counts(hook, slack, mailbox) == (3, 3, 3),
+                    START_TIMEOUT_S,
+                    what="one DLQ alert per channel",
+                    log=server.log,
+                )
+                grew = hook.bodies()[2]
+                assert (grew["event"], grew["condition"]) == ("alert", "dlq_growth")
+                assert grew["figure"].startswith("DLQ +3 within 4s (bound 3)")
+                wait_for(
+                    lambda: counts(hook, slack, mailbox) == (4, 4, 4),
+                    30,
+                    what="the DLQ alert resolved",
+                    log=server.log,
+                )
+                assert hook.bodies()[3]["event"] == "resolved"
+                time.sleep(6 * CHECK_EVERY_S)
+                assert counts(hook, slack, mailbox) == (4, 4, 4)
                 with contextlib.suppress(Conflict):
                     client.terminate(name)
             log = server.text()
