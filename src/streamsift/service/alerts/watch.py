@@ -175,5 +175,26 @@ class AlertWatch:
             log.warning(
                 "alerts: pipeline %s: its document's alerts are not used: %s", pipeline_id, exc
             )
+        if rules is not None:
+            rules = self._allowed(pipeline_id, rules)
         self._documents[pipeline_id] = (version, rules)
         return rules
+
+    def _allowed(self, pipeline_id: str, rules: Alerts) -> Alerts:
+        """`rules` without the channels the server's policy refuses now (a document stored
+        before the server's `--allow-connect` list changed): checked again per version."""
+        policy = self.service.policy
+
+        def allowed(**one: Any) -> bool:
+            problems = list(policy.alert_problems(Alerts.model_construct(**one), "alerts"))
+            for problem in problems:
+                log.warning("alerts: pipeline %s: channel not used: %s", pipeline_id, problem)
+            return not problems
+
+        return rules.model_copy(
+            update={
+                "webhooks": tuple(w for w in rules.webhooks if allowed(webhooks=(w,))),
+                "slack": tuple(c for c in rules.slack if allowed(slack=(c,))),
+                "email": tuple(e for e in rules.email if allowed(email=(e,))),
+            }
+        )

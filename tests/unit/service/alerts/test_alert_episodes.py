@@ -13,6 +13,7 @@ from streamsift.config.alerts import parse_alerts
 from streamsift.errors import NotFoundError
 from streamsift.service.alerts.episodes import Episodes
 from streamsift.service.alerts.watch import AlertWatch
+from streamsift.service.document_policy import DocumentPolicy
 
 T0 = datetime(2026, 11, 28, 4, 0, tzinfo=timezone.utc)
 
@@ -64,6 +65,11 @@ class Stand:
     docs: dict[str, dict[str, Any]] = field(default_factory=dict)
     statuses: dict[str, Status] = field(default_factory=dict)
     histories: dict[str, list[Change]] = field(default_factory=dict)
+    allow_connect: tuple[str, ...] = ()
+
+    @property
+    def policy(self) -> DocumentPolicy:
+        return DocumentPolicy(self.data_dir, allow_connect=self.allow_connect)
 
     def list(self) -> list[Record]:
         return [Record(pid) for pid in self.statuses]
@@ -147,4 +153,25 @@ def test_a_pipelines_own_rules_apply_and_a_deleted_pipelines_episode_ends(tmp_pa
     [resolved] = w.check()
     assert resolved.resolved and resolved.episode.resolved_figure == "the pipeline was deleted"
     assert w.check() == []
+    w.close()
+
+
+def test_a_stored_channel_the_servers_allow_connect_now_refuses_is_not_used(tmp_path: Path):
+    from support.pipeline_docs import fields, mapping, pipeline_doc
+
+    hooks = [
+        {"url": "http://127.0.0.1:9/hook", "secret": "k"},
+        {"url": "https://elsewhere.example/hook", "secret": "k"},
+    ]
+    stand = Stand(tmp_path, allow_connect=("127.0.0.1",))
+    stand.docs["r"] = pipeline_doc(
+        name="r",
+        fields=fields(("event_id", "string")),
+        mapping=mapping(("event_id", "event_id", "String")),
+        alerts={"failed": True, "webhooks": hooks},
+    )
+    stand.statuses["r"] = Status("Running")
+    w = watch(stand, Clock())
+    rules = w._document_rules("r", 1)
+    assert rules is not None and [h.url for h in rules.webhooks] == [hooks[0]["url"]]
     w.close()
