@@ -152,6 +152,17 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
     )
     states = [c.to_state.value for c in service.history(name)]
     assert states == ["Created", "Running", "Stopping", "Stopped", "Resuming", "Running"]
+    # the figures count over the pipeline's life, both runs, and equal the tables
+    wait_for(
+        lambda: (service.status(name).written, service.status(name).read) == (200, 401),
+        30,
+        what="the counts of both runs",
+    )
+    status = service.status(name)
+    assert (status.duplicates, status.dlq) == (200, 1)
+    # pending in the DLQ table, counted in the background (a status never waits for it)
+    wait_for(lambda: service.status(name).dlq_pending == 1, 30, what="the DLQ's pending count")
+    assert service.status(name).dlq_pending_at is not None
 
     # secrets: never in clear at rest or in a status, shown as ***
     assert service.document(name)["sink"]["clickhouse"]["password"] == "***"

@@ -1475,7 +1475,7 @@ export interface components {
             pid: number | null;
             /**
              * Read
-             * @description records read from Kafka in this run
+             * @description records read from Kafka over the pipeline's life (all runs; reset_state starts afresh), as are the counts below
              */
             read: number;
             /**
@@ -1532,6 +1532,16 @@ export interface components {
             reported_at: string | null;
             /** @description the retry under way, when it is Retrying */
             retry: components["schemas"]["RetryModel"] | null;
+            /**
+             * Dlq Pending
+             * @description dead letters pending in the DLQ table (whichever run wrote them), as last counted; null until counted
+             */
+            dlq_pending: number | null;
+            /**
+             * Dlq Pending At
+             * @description when dlq_pending was counted
+             */
+            dlq_pending_at: string | null;
         };
         /** PurgeResult */
         PurgeResult: {

@@ -49,15 +49,28 @@ def has_batches(spark_checkpoint: Path) -> bool:
     return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
 
 
-def committed_ends(spark_checkpoint: Path) -> dict[str, int]:
-    """The end offsets (`{"topic/partition": offset}`, every source) of the last micro-batch
-    Spark committed; empty when none was. An offset-log entry is `v1`, the batch's metadata,
-    then one JSON line per source."""
+def last_committed(spark_checkpoint: Path) -> int | None:
+    """The id of the last micro-batch Spark committed; None when none was."""
     commits = spark_checkpoint / "commits"
     done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
-    if not done:
-        return {}
-    lines = (spark_checkpoint / "offsets" / str(max(done))).read_text().splitlines()
+    return max(done) if done else None
+
+
+def committed_ends(spark_checkpoint: Path) -> dict[str, int]:
+    """The end offsets (`{"topic/partition": offset}`, every source) of the last micro-batch
+    Spark committed; empty when none was."""
+    batch = last_committed(spark_checkpoint)
+    return {} if batch is None else batch_ends(spark_checkpoint, batch) or {}
+
+
+def batch_ends(spark_checkpoint: Path, batch: int) -> dict[str, int] | None:
+    """The end offsets of micro-batch `batch` as Spark planned it (every source), None when
+    its offset-log entry is not there. An entry is `v1`, the batch's metadata, then one JSON
+    line per source."""
+    try:
+        lines = (spark_checkpoint / "offsets" / str(batch)).read_text().splitlines()
+    except OSError:
+        return None
     ends: dict[str, int] = {}
     for line in lines[2:]:
         value = json.loads(line)

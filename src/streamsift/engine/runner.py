@@ -33,8 +33,15 @@ from pyspark.errors import StreamingQueryException
 
 from streamsift.config.models import Pipeline
 from streamsift.engine.batch_writer import BatchWriter
-from streamsift.engine.checkpoint import clear_interrupted_writes, committed_ends, has_batches
+from streamsift.engine.checkpoint import (
+    batch_ends,
+    clear_interrupted_writes,
+    committed_ends,
+    has_batches,
+    last_committed,
+)
 from streamsift.engine.faults import fault_from_environment
+from streamsift.engine.ledger import Ledger
 from streamsift.engine.new_columns import SchemaDrift, drift_enabled
 from streamsift.engine.progress import RunStats, lag_by_partition
 from streamsift.engine.progress_feed import ProgressFeed
@@ -139,6 +146,7 @@ class PipelineRunner:
         # serialized chunks; engine/arrow_passthrough.py), else None (the row path).
         self.arrow_schema: pa.Schema | None = None
         self._progress = ProgressFeed()
+        self.ledger: Ledger | None = None  # the pipeline's lifetime counts (engine/ledger.py)
         self.strategy: WriteStrategy = (
             DriverInserts()
             if self.driver_inserts
@@ -188,6 +196,9 @@ class PipelineRunner:
         # On the pass-through, Spark counts chunks: the sink counts the source's rows.
         self.stats.rows_from_sink = plan.arrow_schema is not None
         self.stats.counts_filtered = self.pipeline.join is None and self.pipeline.filter is not None
+        self.ledger = Ledger(
+            self.checkpoint, self.pipeline.join is None, self.stats.counts_filtered
+        ).open(last_committed(self.checkpoint / "spark"))
         log.info("pipeline %s: data path %s", self.pipeline.name, plan.data_path)
         writer = (
             plan.frame.writeStream.queryName(
@@ -292,6 +303,7 @@ class PipelineRunner:
         progress = self.last_progress or {}
         return {
             "stats": self.stats.as_dict(),
+            "totals": None if self.ledger is None else self.ledger.totals(),
             "lag_by_partition": lag_by_partition(progress),
             "last_batch_at": progress.get("timestamp"),
             "last_batch_duration_ms": progress.get("batchDuration"),
@@ -338,6 +350,8 @@ class PipelineRunner:
         had_batches = self.stats.batches
         for progress in self._progress.take(query.runId):
             self.stats.ingest(progress)
+            if self.ledger is not None:
+                self.ledger.record_report(progress)
             self.last_progress = progress
         if self.on_first_batch is not None and not had_batches and self.stats.batches:
             self.on_first_batch()
@@ -385,7 +399,23 @@ class PipelineRunner:
             self.batch_writer,
             None if self.drift is None else lambda flagged: self._add_columns(flagged, batch_id),
         )
-        self.stats.add_counts(self.strategy.write(batch), batch_id)
+        counts = self.strategy.write(batch)
+        if self.ledger is not None:  # before Spark commits the batch (engine/ledger.py)
+            self.ledger.record_sink(batch_id, self._read_of(batch_id), counts)
+        self.stats.add_counts(counts, batch_id)
+
+    def _read_of(self, batch_id: int) -> int | None:
+        """The messages micro-batch `batch_id` reads, from Spark's offset log (None when its
+        start is not known: a batch 0 redone by a later run)."""
+        spark = self.checkpoint / "spark"
+        ends = batch_ends(spark, batch_id)
+        if batch_id == 0:
+            start = self.stats.initial_offsets or None
+        else:
+            start = batch_ends(spark, batch_id - 1)
+        if ends is None or start is None:
+            return None
+        return sum(max(0, end - start.get(key, 0)) for key, end in ends.items())
 
     def _add_columns(self, flagged: Callable[[], pa.Table], batch_id: int) -> BatchWriter:
         """Under add_columns, extend the table and the mapping by the batch's new fields

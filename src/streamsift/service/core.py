@@ -36,6 +36,7 @@ from streamsift.engine.dead_letters import DeadLetters, open_dead_letters
 from streamsift.engine.registry_fields import glassflow_with_registry_fields, parse_resolved
 from streamsift.errors import ConflictError, StreamsiftError
 from streamsift.service.database import PipelineRecord, ServiceDatabase, StatusChange
+from streamsift.service.dlq_pending import PendingCounts
 from streamsift.service.document_policy import DocumentPolicy
 from streamsift.service.edits import keep_masked_secrets, state_changes
 from streamsift.service.endpoints import EmbeddedEndpoints, served_document
@@ -85,6 +86,8 @@ class PipelineStatus:
     last_batch_duration_ms: int | None = None
     reported_at: str | None = None
     retry: dict[str, Any] | None = None  # the retry under way: reason, attempt, next try
+    dlq_pending: int | None = None  # dead letters pending in the DLQ table (all runs)
+    dlq_pending_at: datetime | None = None  # when that was counted
 
 
 class PipelineService:
@@ -122,6 +125,7 @@ class PipelineService:
         self.endpoints = EmbeddedEndpoints(self.data_dir)
         self.supervisor = Supervisor(self.data_dir, self._on_state, self._on_exit)
         self.relaunches = Relaunches(self._relaunch)
+        self.dlq_pending = PendingCounts(self._count_pending)
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ service
@@ -261,6 +265,7 @@ class PipelineService:
         with self._lock:
             check_at_rest(pipeline_id, self.database.get(pipeline_id).state, "deleted")
             self.database.delete(pipeline_id)
+            self.dlq_pending.forget(pipeline_id)
             if self.otlp is not None:
                 self.otlp.forget(pipeline_id)
             shutil.rmtree(self.supervisor.directory(pipeline_id), ignore_errors=True)
@@ -269,8 +274,10 @@ class PipelineService:
         record = self.database.get(pipeline_id)
         report = self.worker_report(pipeline_id)
         stats = report.get("stats") or {}
+        totals = report.get("totals") or stats  # over the pipeline's life (engine/ledger.py)
+        pending, pending_at = self.dlq_pending.get(pipeline_id)
         counts = {
-            k: int(stats.get(k) or 0)
+            k: int(totals.get(k) or 0)
             for k in (
                 "read",
                 "written",
@@ -299,6 +306,8 @@ class PipelineService:
             last_batch_duration_ms=report.get("last_batch_duration_ms"),
             reported_at=report.get("updated_at"),
             retry=report.get("retry") if report.get("state") == "retrying" else None,
+            dlq_pending=pending,
+            dlq_pending_at=pending_at,
             **counts,
         )
 
@@ -321,6 +330,10 @@ class PipelineService:
             pipeline = parse_pipeline(doc)  # its sink: the endpoint
         with open_dead_letters(pipeline) as letters:
             yield letters
+
+    def _count_pending(self, pipeline_id: str) -> int:
+        with self.dead_letters(pipeline_id) as letters:
+            return letters.pending_count()
 
     # ------------------------------------------------------------------ workers
 

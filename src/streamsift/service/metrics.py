@@ -1,14 +1,16 @@
 """Prometheus metrics of pipelines, for `GET /metrics` of the server and `run --metrics-port`.
 
-Nothing here counts: the numbers are those the run itself keeps (engine/progress.RunStats:
-Spark's progress reports folded per batch, and what the batch writer inserted, sent to the
-DLQ, found late, how long its rows took and which ClickHouse actions it retried). A worker of
+Nothing here counts: the numbers are those the run itself keeps: the pipeline's counts over
+its life (engine/ledger.py: rows read, written, filtered, dead letters, late, duplicates, kept
+beside its checkpoint per micro-batch), and the run's own (engine/progress.RunStats: how long
+batches and rows took, which ClickHouse actions it retried). A worker of
 the service writes them into its status.json each second; `streamsift run` holds them in its
 runner. A collector turns such a *report* into metric families at each scrape, so a scrape
 costs reading one small file per pipeline and never touches Spark or ClickHouse.
 
-Counters count since the run's start (`_created`): a pipeline that is resumed or restarted
-starts from zero again, which Prometheus' rate() and increase() take as a counter reset.
+The row counters count over the pipeline's life (`_created`: its first counted batch), so a
+resume or restart does not reset them; the retry counters and histograms count from the
+run's start, which Prometheus' rate() and increase() take as a counter reset.
 Every name, type and label is listed in docs/operations.md ("Metrics").
 """
 
@@ -47,6 +49,7 @@ class PipelineReport:
     pipeline: str
     state: str
     report: Mapping[str, Any]
+    restarts: int = 0  # new worker processes the service started for it after one died
 
 
 def pipeline_families(pipelines: Iterable[PipelineReport]) -> list[Metric]:
@@ -77,6 +80,20 @@ def pipeline_families(pipelines: Iterable[PipelineReport]) -> list[Metric]:
         "ClickHouse actions that failed transiently and were tried again, by operation",
         labels=[*p, "operation"],
     )
+    filtered = CounterMetricFamily(
+        PREFIX + "rows_filtered", "rows the pipeline's filter dropped", labels=p
+    )
+    pipeline_retries = CounterMetricFamily(
+        PREFIX + "pipeline_retries",
+        "transient faults retried: by the run restarting its query (query) or by the service "
+        "starting a new worker after one died (worker)",
+        labels=[*p, "level"],
+    )
+    retry_attempt = GaugeMetricFamily(
+        PREFIX + "pipeline_retry_attempt",
+        "the attempt of the retry under way (0 when the pipeline is not retrying)",
+        labels=p,
+    )
     lag = GaugeMetricFamily(
         PREFIX + "lag_messages",
         "messages in Kafka not yet read, per partition (at the last micro-batch)",
@@ -102,28 +119,52 @@ def pipeline_families(pipelines: Iterable[PipelineReport]) -> list[Metric]:
     )
     for item in pipelines:
         name = item.pipeline
-        stats = item.report.get("stats") or {}
-        created = _epoch(item.report.get("started_at"))
+        # counts over the pipeline's life when the run keeps them (engine/ledger.py), counted
+        # from its first batch; else the run's own, from the run's start
+        totals = item.report.get("totals")
+        stats = totals or item.report.get("stats") or {}
+        created = _epoch(totals.get("since") if totals else item.report.get("started_at"))
         for family, key in ((read, "read"), (written, "written"), (duplicates, "duplicates")):
             family.add_metric([name], _int(stats, key), created=created)
         for entry in stats.get("dlq_by_class") or []:
             dlq.add_metric(
                 [name, entry["stage"], entry["error_class"]], entry["count"], created=created
             )
+        filtered.add_metric([name], _int(stats, "filtered"), created=created)
+        pipeline_retries.add_metric([name, "query"], _int(item.report, "retries_total"))
+        pipeline_retries.add_metric([name, "worker"], item.restarts)
+        retry = item.report.get("retry") if item.state == State.RETRYING.value else None
+        retry_attempt.add_metric([name], int((retry or {}).get("attempt") or 0))
         late.add_metric([name, "kept"], _int(stats, "late"), created=created)
         late.add_metric([name, "dropped"], _int(stats, "late_dropped"), created=created)
-        for operation, n in sorted((stats.get("retries") or {}).items()):
+        for operation, n in sorted((run_stats(item).get("retries") or {}).items()):
             retries.add_metric([name, operation], n, created=created)
         for key, n in sorted((item.report.get("lag_by_partition") or {}).items()):
             topic, _, partition = key.rpartition("/")
             lag.add_metric([name, topic, partition], n)
-        _add_histogram(batch, name, stats.get("batch_seconds"), BATCH_SECONDS)
-        _add_histogram(latency, name, stats.get("latency_seconds"), LATENCY_SECONDS)
+        run = run_stats(item)
+        _add_histogram(batch, name, run.get("batch_seconds"), BATCH_SECONDS)
+        _add_histogram(latency, name, run.get("latency_seconds"), LATENCY_SECONDS)
         if (at := _epoch(item.report.get("last_batch_at"))) is not None:
             last_batch.add_metric([name], at)
         for state in State:
             status.add_metric([name, state.value], 1.0 if state.value == item.state else 0.0)
-    return [read, written, duplicates, dlq, late, retries, lag, batch, latency, last_batch, status]
+    return [
+        read,
+        written,
+        duplicates,
+        filtered,
+        dlq,
+        late,
+        retries,
+        pipeline_retries,
+        retry_attempt,
+        lag,
+        batch,
+        latency,
+        last_batch,
+        status,
+    ]
 
 
 class ServiceCollector(Collector):
@@ -134,7 +175,12 @@ class ServiceCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         reports = [
-            PipelineReport(record.id, record.state.value, self.service.worker_report(record.id))
+            PipelineReport(
+                record.id,
+                record.state.value,
+                self.service.worker_report(record.id),
+                self.service.relaunches.total(record.id),
+            )
             for record in self.service.list()
         ]
         yield from pipeline_families(reports)
@@ -195,6 +241,11 @@ def _add_histogram(
         cumulative += n
         points.append((floatToGoString(bound), cumulative))
     family.add_metric([name], points, sum_value=buckets.total)
+
+
+def run_stats(item: PipelineReport) -> Mapping[str, Any]:
+    """The current run's own counts (what only a run knows: retries, histograms)."""
+    return item.report.get("stats") or {}
 
 
 def _int(stats: Mapping[str, Any], key: str) -> int:

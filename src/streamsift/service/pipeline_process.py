@@ -61,6 +61,7 @@ class StatusFile:
         self.error: str | None = None
         self.hint: str | None = None
         self.retry: dict[str, Any] | None = None  # the retry under way (RetryAttempt)
+        self.retries_total = 0  # retries of transient faults by this process
         self.secrets: list[str] = []
         self.started_at = datetime.now(timezone.utc).isoformat()
         self._lock = threading.Lock()
@@ -103,6 +104,7 @@ class StatusFile:
             **(runner.report() if runner is not None else NO_RUN),
             "error": self.masked(self.error),
             "hint": self.masked(self.hint),
+            "retries_total": self.retries_total,
             "retry": None
             if self.retry is None
             else {**self.retry, "reason": self.masked(self.retry["reason"])},
@@ -159,6 +161,7 @@ def run(
                 status.state = "running"
         else:
             status.retry = attempt.as_dict()
+            status.retries_total += 1
             if status.state != "stopping":
                 status.state = "retrying"
             log.warning("pipeline retrying (attempt %d): %s", attempt.attempt, attempt.reason)

@@ -26,6 +26,7 @@ class Relaunches:
         self._launch = launch
         self._attempts: dict[str, int] = {}
         self._since: dict[str, datetime] = {}
+        self._total: dict[str, int] = {}  # relaunches since this server started, per pipeline
         self._timers: dict[str, threading.Timer] = {}
         self._lock = threading.Lock()
 
@@ -40,6 +41,7 @@ class Relaunches:
             if limit is not None and attempt > limit:
                 return None
             self._attempts[pipeline_id] = attempt
+            self._total[pipeline_id] = self._total.get(pipeline_id, 0) + 1
             self._since.setdefault(pipeline_id, datetime.now(timezone.utc))
             wait = retry.backoff(attempt)
             self._cancel(pipeline_id)
@@ -56,6 +58,11 @@ class Relaunches:
             "" if limit is None else f" of {limit}",
         )
         return attempt, wait
+
+    def total(self, pipeline_id: str) -> int:
+        """Relaunches of the pipeline since this server started."""
+        with self._lock:
+            return self._total.get(pipeline_id, 0)
 
     def since(self, pipeline_id: str) -> datetime | None:
         with self._lock:

@@ -119,13 +119,23 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 "check source.security against the broker's listener"
             )
 
-    def _partitions(self) -> list[int]:
-        """The topic's partitions, waiting up to the connect timeout for the broker to answer.
+    def _patience(self, running: bool) -> tuple[float, str]:
+        """How long to wait for the broker, and the setting that says so: the connect timeout
+        at start-up, the read timeout once the query runs (a slow broker is waited for)."""
+        if running:
+            return self.spec.read_timeout_s, "source.read_timeout"
+        return self.spec.metadata_timeout_s, "source.connect_timeout"
+
+    def _partitions(self, running: bool = False) -> list[int]:
+        """The topic's partitions, waiting up to the connect (or, running, the read) timeout
+        for the broker to answer.
 
         A broker that answers that the topic is unknown or invalid is believed at once: waiting
         would not change its answer (streamsift does not create topics).
         """
-        deadline = time.monotonic() + self.spec.metadata_timeout_s
+        patience, setting = self._patience(running)
+        started = time.monotonic()
+        deadline = started + patience
         last_error: Exception | None = None
         while time.monotonic() < deadline:
             try:
@@ -145,8 +155,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             time.sleep(0.5)
         raise SourceUnavailable(
             f"Kafka at {self.spec.bootstrap_servers} did not answer for topic "
-            f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s "
-            f"({describe_security(self.spec.properties)}): "
+            f"'{self.spec.topic}' within {time.monotonic() - started:.0f}s ({setting} "
+            f"{patience:.0f}s; {describe_security(self.spec.properties)}): "
             f"{last_error or 'no metadata for the topic'}"
         )
 
@@ -220,20 +230,24 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._known_ends[key] = max(end, self._known_ends.get(key, 0))
         return sorted_offsets(found)
 
-    def _current_ends(self) -> dict[str, int]:
-        """End offsets of every partition, waiting up to the connect timeout for the broker."""
-        deadline = time.monotonic() + self.spec.metadata_timeout_s
+    def _current_ends(self, running: bool = False) -> dict[str, int]:
+        """End offsets of every partition, waiting up to the connect (or, running, the read)
+        timeout for the broker."""
+        patience, setting = self._patience(running)
+        started = time.monotonic()
+        deadline = started + patience
         delay = 0.5
         while True:
             try:
-                return self._probe_ends(self._consumer(), self._partitions())
+                return self._probe_ends(self._consumer(), self._partitions(running))
             except (KafkaException, SourceUnavailable) as exc:
                 if time.monotonic() + delay > deadline:
                     if isinstance(exc, SourceUnavailable):
                         raise
                     raise SourceUnavailable(
                         f"Kafka at {self.spec.bootstrap_servers} did not answer for topic "
-                        f"'{self.spec.topic}' within {self.spec.metadata_timeout_s:.0f}s: {exc}"
+                        f"'{self.spec.topic}' within {time.monotonic() - started:.0f}s "
+                        f"({setting} {patience:.0f}s): {exc}"
                     ) from None
                 log.warning("Kafka unavailable (%s); retrying", exc)
                 time.sleep(delay)
@@ -245,9 +259,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         watched = self._watcher.ends() if self._watcher is not None else None
         if watched is not None:
             return watched
-        ends = self._current_ends()
+        ends = self._current_ends(running=True)
         if self._watcher is None:
-            self._watcher = self._watch_ends(self._partitions())
+            self._watcher = self._watch_ends(self._partitions(running=True))
         return ends
 
     def _watch_ends(self, partitions: list[int]) -> EndWatcher:

@@ -84,7 +84,10 @@ class PipelineStatusModel(Answer):
     hint: str | None = Field(description="what to do about the error")
     worker_state: str | None = Field(description="starting, running, stopping, stopped, failed")
     pid: int | None
-    read: int = Field(description="records read from Kafka in this run")
+    read: int = Field(
+        description="records read from Kafka over the pipeline's life (all runs; reset_state "
+        "starts afresh), as are the counts below"
+    )
     written: int = Field(description="rows written to ClickHouse")
     duplicates: int = Field(description="records dropped as duplicates")
     dlq: int = Field(description="records written to the DLQ")
@@ -103,6 +106,11 @@ class PipelineStatusModel(Answer):
     last_batch_duration_ms: int | None
     reported_at: str | None = Field(description="when the worker last reported")
     retry: RetryModel | None = Field(description="the retry under way, when it is Retrying")
+    dlq_pending: int | None = Field(
+        description="dead letters pending in the DLQ table (whichever run wrote them), as last "
+        "counted; null until counted"
+    )
+    dlq_pending_at: datetime | None = Field(description="when dlq_pending was counted")
 
 
 class StatusChangeModel(Answer):

@@ -3,11 +3,21 @@ listens, naming the field (exit code 2); an interval of 0 is refused."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from streamsift.cli.main import main
+from streamsift.sources.kafka_auth import PROVIDERS_ENV, REGISTERED_ONLY_ENV
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve` marks its process as a server's (registered token providers only): that must
+    not outlive these tests, or later ones in the same process see a server's rules."""
+    for name in (PROVIDERS_ENV, REGISTERED_ONLY_ENV):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
 
 
 def test_a_wrong_alerts_file_is_named_by_its_field(tmp_path: Path, capsys) -> None:

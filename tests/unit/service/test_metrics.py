@@ -146,3 +146,42 @@ class _Fixed:
 
     def collect(self):  # noqa: ANN201 - prometheus_client's Collector protocol
         return pipeline_families(self.reports)
+
+
+def test_a_retrying_pipeline_shows_its_attempt_retries_and_filtered_rows() -> None:
+    report = {
+        "started_at": "2026-01-01T00:00:00Z",
+        "stats": {"read": 10, "written": 6, "filtered": 3},
+        "retries_total": 4,
+        "retry": {"attempt": 2, "reason": "Kafka did not answer"},
+    }
+    text = registry_of_families(
+        [
+            PipelineReport("p", "Retrying", report, restarts=1),
+            PipelineReport("q", "Running", {"retry": {"attempt": 7}}),
+        ]
+    )
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert samples[("streamsift_rows_filtered_total", (("pipeline", "p"),))] == 3
+    query, worker = (
+        (("level", "query"), ("pipeline", "p")),
+        (("level", "worker"), ("pipeline", "p")),
+    )
+    assert samples[("streamsift_pipeline_retries_total", query)] == 4
+    assert samples[("streamsift_pipeline_retries_total", worker)] == 1
+    assert samples[("streamsift_pipeline_retry_attempt", (("pipeline", "p"),))] == 2
+    # a retry report left from an earlier episode counts for nothing once it runs
+    assert samples[("streamsift_pipeline_retry_attempt", (("pipeline", "q"),))] == 0
+    state = (("pipeline", "p"), ("status", "Retrying"))
+    assert samples[("streamsift_pipeline_status", state)] == 1
+
+
+
+def registry_of_families(reports: list[PipelineReport]) -> str:
+    from prometheus_client import generate_latest
+
+    return generate_latest(registry_of(_Fixed(reports))).decode()
