@@ -184,6 +184,7 @@ def test_a_running_pipeline_gives_defaults_charts_from_history_and_edits_in_the_
     page.get_by_role("button", name="Test connection").click()
     expect(page.get_by_text(f"this server's, used by {name}")).to_be_visible()
     shot(page, "wizard-5-clickhouse-shared")
+    page.get_by_label("ORDER BY (columns, comma-separated)").fill("n, event_id")
 
     # 4. a reload keeps the draft, at the step it was on
     page.reload()
@@ -197,9 +198,9 @@ def test_a_running_pipeline_gives_defaults_charts_from_history_and_edits_in_the_
     summary = page.get_by_test_id("review-summary")
     expect(summary).to_contain_text(f"Reads JSON events from the topic {topic}")
     expect(summary).to_contain_text("Drops repeats of the same event_id within 1h")
-    expect(page.get_by_test_id("review-ddl")).to_contain_text(
-        f"CREATE TABLE IF NOT EXISTS `default`.`{topic}_2`"
-    )
+    ddl = page.get_by_test_id("review-ddl")
+    expect(ddl).to_contain_text(f"CREATE TABLE IF NOT EXISTS `default`.`{topic}_2`")
+    expect(ddl).to_contain_text("ORDER BY (`n`, `event_id`)")  # as edited, kept by the reload
     expect(page.get_by_test_id("review-yaml")).to_be_hidden()
     page.get_by_role("button", name="Show the YAML").click()
     expect(page.get_by_test_id("review-yaml")).to_contain_text(f"table: {topic}_2")
