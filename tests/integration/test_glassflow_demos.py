@@ -99,7 +99,7 @@ def user_event(i: int) -> dict[str, Any]:
 
 
 def run_demo(
-    file: str,
+    file: str | dict[str, Any],
     messages: list[dict[str, Any]] | dict[str, list[dict[str, Any]]],
     name: str,
     broker: Any,
@@ -113,8 +113,9 @@ def run_demo(
     ClickHouse, produce `messages` (a list for a one-topic demo; by the demo's topic name
     for a join) and run the pipeline until it has caught up. The demo's SASL settings go
     with its addresses: the bundled broker takes no auth. `dead_letters`: how many messages
-    the DLQ must hold afterwards (checked exactly)."""
-    doc = import_glassflow(json.loads((DEMOS / file).read_text())).document
+    the DLQ must hold afterwards (checked exactly). `file` may be a GlassFlow document."""
+    source_doc = file if isinstance(file, dict) else json.loads((DEMOS / file).read_text())
+    doc = import_glassflow(source_doc).document
     doc["name"] = name.replace("_", "-")[:90]
     by_topic = messages if isinstance(messages, dict) else None
     for source in doc.get("sources") or [doc["source"]]:
@@ -351,9 +352,11 @@ def summary(i: int) -> dict[str, Any]:
     }
 
 
-JOIN_ROWS_FLAT = [  # user_events ⋈ orders on user_id, by order
+# user_events ⋈ orders on user_id: user events on the left, so (mode latest, as GlassFlow)
+# one row per user event, with the first of its user's orders (produced after it)
+JOIN_ROWS_FLAT = [
     (ORDERS[i], USERS[u], f"user {u}", f"u{u}@example.com", str(2 + i), f"{AT}{5 + i}")
-    for i, u in ((0, 0), (1, 0), (2, 1))
+    for i, u in ((0, 0), (2, 1))
 ]
 JOIN_ROWS_TYPED = [
     (ORDERS[i], USERS[u], f"user {u}", 2 + i, 9.5 + i, f"{AT}{5 + i}", ["a", f"t{u}"])
@@ -499,3 +502,97 @@ def test_every_other_glassflow_kafka_demo_runs_unchanged(
         dead_letters=dead,
     )
     assert runner.writer.query_rows(sql.replace("{t}", table)) == expected
+
+
+def test_a_glassflow_join_gives_one_row_per_order_with_the_newest_profile(
+    broker, chdb_path, tmp_path, unique_name, produce_messages
+):
+    """GlassFlow's v3 getting-started join, users whose profile changed three times before
+    their orders: imported as `mode: latest`, one row per order with the newest profile
+    (the interval join wrote each order three times), as GlassFlow joins."""
+    doc = import_glassflow(
+        json.loads((DEMOS / "v3__getting-started__join_pipeline.json").read_text())
+    ).document
+    assert doc["join"]["mode"] == "latest"
+    doc["name"] = unique_name.replace("_", "-")[:90]
+    topics = {}
+    for source in doc["sources"]:
+        topics[source["topic"]] = topic = f"{unique_name}_{source['topic']}"
+        source.pop("security", None)
+        source.update(bootstrap_servers=broker.bootstrap_servers, topic=topic)
+        source["start_from"] = "earliest"
+        broker.create_topic(topic, 1)
+    # three versions of users 0-2 (the dedup key, event_id, differs), all before the orders
+    versions = [
+        {**nested_user(u), "event_id": UUIDS[3 * v + u]}
+        | {"user": {**nested_user(u)["user"], "name": f"user {u} v{v}"}}
+        for v in range(3)
+        for u in range(3)
+    ]
+    produce_messages(topics["user_events"], [(None, json.dumps(m).encode()) for m in versions])
+    orders = join_orders(True)
+    produce_messages(topics["orders"], [(None, json.dumps(m).encode()) for m in orders])
+    doc["sink"].update(clickhouse={"path": str(chdb_path)}, table=unique_name, create_table=True)
+    doc["runtime"] = {"checkpoint_dir": str(tmp_path / "ckpt")}
+    runner = PipelineRunner(parse_pipeline(doc), base_dir=tmp_path)
+    runner.run(until_caught_up=True)
+    rows = runner.writer.query_rows(f"SELECT toString(order_id), name FROM {unique_name}")
+    assert sorted(rows) == [
+        (ORDERS[0], "user 0 v2"),
+        (ORDERS[1], "user 0 v2"),
+        (ORDERS[2], "user 1 v2"),
+    ]
+
+
+def test_expr_lang_maps_and_string_functions_run(
+    broker, chdb_path, tmp_path, unique_name, produce_messages
+):
+    """The fraud-detection v3 demo with the expr-lang forms the OTLP demos use: a filter
+    with hasPrefix, a stateless output replacing `country` (lower) and a map literal that
+    redacts, as the observability-v2 traces demo does."""
+    doc = json.loads((DEMOS / "head__fraud-detection__fraud_detection_pipeline.json").read_text())
+    doc["transforms"][0]["config"]["expression"] = (
+        "status != 'failed' && !hasPrefix(user_id, 'char')"
+    )
+    doc["transforms"].append(
+        {
+            "type": "stateless",
+            "source_id": doc["sources"][0]["source_id"],
+            "config": {
+                "transforms": [
+                    {
+                        "expression": "lower(country)",
+                        "output_name": "country",
+                        "output_type": "string",
+                    },
+                    {
+                        "expression": "{'user': user_id, 'email': '[REDACTED]'}",
+                        "output_name": "meta",
+                        "output_type": "map",
+                    },
+                    {"expression": "{}", "output_name": "none", "output_type": "map"},
+                ]
+            },
+        }
+    )
+    doc["sink"]["mapping"] += [
+        {"name": "meta", "column_name": "meta", "column_type": "Map(String, String)"},
+        {"name": "none", "column_name": "none", "column_type": "Map(String, String)"},
+    ]
+    runner, table = run_demo(
+        doc,
+        [login(n) for n in range(len(LOGINS))],
+        unique_name,
+        broker,
+        chdb_path,
+        tmp_path,
+        produce_messages,
+        dead_letters=1,
+    )
+    rows = runner.writer.query_rows(
+        f"SELECT user_id, country, meta, none FROM {table} ORDER BY user_id"
+    )
+    assert rows == [
+        ("alice", "us", {"user": "alice", "email": "[REDACTED]"}, {}),
+        ("diana", "us", {"user": "diana", "email": "[REDACTED]"}, {}),
+    ]

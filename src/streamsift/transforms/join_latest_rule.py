@@ -9,8 +9,9 @@ left join writes it with NULL right fields). docs/semantics.md has the timeline.
 Everything here depends only on the key's state and the records of the micro-batch, never on
 their order inside the batch or on the clock: Spark re-runs a micro-batch after a crash with
 the same records (in another order), the same state and the same watermark, and `step` then
-returns the same rows and the same state. Ties are broken by Kafka position: among versions
-with the same event time, the one written last (highest partition, then offset) is current.
+returns the same rows and the same state. Ties on event time are broken by Kafka position
+(partition, then offset): before the left record the version written last is current; after
+it, the one written first arrived first (GlassFlow joins a waiting record with the first).
 """
 
 from __future__ import annotations
@@ -58,19 +59,19 @@ def pick(left: Record, rights: list[Record] | tuple[Record, ...], w: Windows) ->
         return max(before, key=_position)
     after = [r for r in rights if left.et < r.et <= left.et + w.left_us]
     if after:
-        return min(after, key=lambda r: (r.et, -r.partition, -r.offset))
+        return min(after, key=_position)
     return None
 
 
 def pick_sorted(left: Record, known: list[Record], times: list[int], w: Windows) -> Record | None:
     """`pick` over versions sorted by (event time, partition, offset); `times` their event
-    times. The version before is the last with `tr <= tl`; the one after is the last of those
-    sharing the first event time after `tl`."""
+    times. The version before is the last with `tr <= tl`; the one after the first with
+    `tr > tl`."""
     i = bisect_right(times, left.et)
     if i and times[i - 1] >= left.et - w.right_us:
         return known[i - 1]
     if i < len(times) and times[i] <= left.et + w.left_us:
-        return known[bisect_right(times, times[i]) - 1]
+        return known[i]
     return None
 
 

@@ -85,11 +85,12 @@ def test_the_redacting_traces_demo_replaces_its_maps() -> None:
     assert pipeline.dedup is not None and pipeline.dedup.key == ("trace_id", "span_id")
     computed = {t.name: (t.expression, t.type.value) for t in pipeline.transform}
     assert computed["attributes_out"] == (
-        "map('user_email', '[REDACTED]', 'demo_ssn', '[REDACTED]')",
+        "map_from_arrays(array('user_email', 'demo_ssn'), array('[REDACTED]', '[REDACTED]'))",
         "map",
     )
     assert computed["resource_attributes_out"][0].startswith(
-        "map('service.name', CAST(try_element_at(`resource_attributes`, 'service.name') AS STRING)"
+        "map_from_arrays(array('service.name', 'user_email', 'demo_ssn'), "
+        "array(CAST(try_element_at(`resource_attributes`, 'service.name') AS STRING)"
     )
     columns = {m.column: m.field for m in pipeline.sink.mapping}
     assert columns["SpanAttributes"] == "attributes_out"

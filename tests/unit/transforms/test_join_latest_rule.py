@@ -37,10 +37,11 @@ def test_without_a_version_before_the_earliest_after_wins_within_the_left_window
     assert pick(rec(-31, 9), versions, W) is None  # 30m is more than 1h after -31m
 
 
-def test_ties_on_equal_event_times_go_to_the_later_kafka_position():
+def test_ties_on_equal_event_times_go_by_kafka_position():
     versions = [rec(10, 5, "p0o5"), rec(10, 7, "p0o7"), rec(10, 2, "p1o2", partition=1)]
-    assert pick(rec(12, 9), versions, W).payload == "p1o2"
-    assert pick(rec(5, 9), versions, W).payload == "p1o2"
+    assert pick(rec(12, 9), versions, W).payload == "p1o2"  # before: the last written
+    assert pick(rec(10, 9), versions, W).payload == "p1o2"
+    assert pick(rec(5, 9), versions, W).payload == "p0o5"  # after: the first written
 
 
 def test_a_waiting_left_record_takes_the_first_version_that_arrives():

@@ -7,8 +7,8 @@ COALESCE; it binds tighter than any other binary operator, as in expr-lang), map
 with a string key (`resource_attributes['cell.id']`, a missing key gives nil), the
 conversions `toFloat(x)` / `toInt(x)` (CASTs: a value that does not convert sends the record
 to the DLQ, where expr-lang fails it too), map literals with string keys
-(`{'user_email': '[REDACTED]', 'service.name': m['service.name']}` → `map(...)`, values as
-strings: our map fields are string to string), the string operators `contains`,
+(`{'user_email': '[REDACTED]', 'service.name': m['service.name']}` → `map_from_arrays(...)`,
+values as strings: our map fields are string to string), the string operators `contains`,
 `startsWith`, `endsWith` and GlassFlow's string functions `upper`, `lower`, `trim`,
 `hasPrefix`, `hasSuffix`, `containsStr`. Anything else (other function calls, `?:`,
 `matches`, pipes, ...) is refused with a message naming the expression, so an import never
@@ -202,8 +202,10 @@ class _Parser:
         return template.format(*args)
 
     def map_literal(self) -> str:
-        """`{'k': v, ...}` as `map('k', CAST(v AS STRING), ...)` (our maps are string to string)."""
-        items = []
+        """`{'k': v, ...}` as `map_from_arrays(array('k', ...), array(CAST(v AS STRING), ...))`
+        (our maps are string to string; Spark's `map(k, v, ...)` does not survive the
+        expression compiler's sqlglot round trip)."""
+        keys, values = [], []
         while self.peek() != "}":
             kind, key = self.take()
             if kind not in ("str", "name") or self.take()[1] != ":":
@@ -211,15 +213,16 @@ class _Parser:
             quoted = self._string(key) if kind == "str" else f"'{key}'"
             value = self.expr_or()
             literal = value.startswith("'") and value.endswith("'") and value.count("'") == 2
-            items.append(f"{quoted}, {value if literal else f'CAST({value} AS STRING)'}")
+            keys.append(quoted)
+            values.append(value if literal else f"CAST({value} AS STRING)")
             if self.peek() == ",":
                 self.take()
             elif self.peek() != "}":
                 raise self.refuse("expected ',' or '}' in a map literal")
         self.take()
-        if not items:
-            return "CAST(map() AS MAP<STRING, STRING>)"
-        return f"map({', '.join(items)})"
+        if not keys:
+            return "CAST(map_from_arrays(array(), array()) AS MAP<STRING, STRING>)"
+        return f"map_from_arrays(array({', '.join(keys)}), array({', '.join(values)}))"
 
     @staticmethod
     def _string(value: str) -> str:

@@ -40,11 +40,12 @@ LATITUDE = "toFloat(resource_attributes['location.latitude'] ?? '0')"
         # map literals (the observability-v2 traces demo's PII redaction): string values
         (
             "{'service.name': resource_attributes['service.name'], 'user_email': '[REDACTED]'}",
-            "map('service.name', CAST(try_element_at(`resource_attributes`, 'service.name') "
-            "AS STRING), 'user_email', '[REDACTED]')",
+            "map_from_arrays(array('service.name', 'user_email'), "
+            "array(CAST(try_element_at(`resource_attributes`, 'service.name') AS STRING), "
+            "'[REDACTED]'))",
         ),
-        ('{"n": 1}', "map('n', CAST(1 AS STRING))"),
-        ("{}", "CAST(map() AS MAP<STRING, STRING>)"),
+        ('{"n": 1}', "map_from_arrays(array('n'), array(CAST(1 AS STRING)))"),
+        ("{}", "CAST(map_from_arrays(array(), array()) AS MAP<STRING, STRING>)"),
         # GlassFlow's string functions and expr-lang's string operators
         ("upper(name) == 'A'", "(upper(`name`) = 'A')"),
         ("lower(trim(name))", "lower(trim(`name`))"),
