@@ -89,9 +89,9 @@ export function PipelinePage({ id }: { id: string }) {
           <p><span data-figure="table-rows">{fmt.int(table.data.count)}</span> rows in the table{table.data.rows.length ? `; the newest ${table.data.rows.length}${table.data.order ? ` by ${table.data.order}` : ""}:` : "."}</p>
           {s && apart(table.data.count, s.written, p?.state, pts.at(-1)?.written_per_s) && (
             <p class="muted" data-testid="count-note">
-              The table holds {fmt.int(table.data.count)} rows and this run wrote {fmt.int(s.written)}: "Rows written" counts
-              the current run only (it starts again at 0 when the pipeline is resumed), while the table keeps the rows of
-              earlier runs and of anything else that writes to it{doc.data && (doc.data as any).dedup?.mode === "last"
+              The table holds {fmt.int(table.data.count)} rows and the pipeline wrote {fmt.int(s.written)}: "Rows written"
+              counts what this pipeline wrote since it was created or last started afresh (reset_state), while the table
+              also keeps rows from before that and from anything else that writes to it{doc.data && (doc.data as any).dedup?.mode === "last"
                 ? "; with dedup mode last, ClickHouse also merges a key's versions in the background (read it with FINAL)" : ""}.
               Filtered-out records and dead letters are in neither.
             </p>
