@@ -15,6 +15,10 @@ const PLAIN: [RegExp, string][] = [
   [/Expected \w+ after \w+.*$/i, "the expression is incomplete"],
   [/Invalid expression \/ Unexpected token\.?.*$/i, "the expression cannot be read: check its brackets and operators"],
   [/<class '[^']*'>/g, "an expression"],
+  [/^expression: /i, ""],
+  [/^not valid Spark SQL: (?=the expression)/i, ""],
+  [/\.?\s*Line 1, Col: (\d+)\.?$/i, " (near character $1)"],
+  [/\.?\s*Line (\d+), Col: (\d+)\.?$/i, " (line $1, character $2)"],
   [/^Value error, /i, ""],
   [/^Assertion failed, /i, ""],
 ];
