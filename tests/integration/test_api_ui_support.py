@@ -14,6 +14,7 @@ import pytest
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import Broker
+from support.ports import closed_port
 from support.servers import ServerThread
 
 pytestmark = pytest.mark.integration
@@ -95,6 +96,14 @@ def test_the_upload_check_names_a_missing_topic(http: httpx.Client, broker: Brok
         headers={"Content-Type": "application/yaml"},
     )
     assert 400 <= broken.status_code < 500, broken.text
+
+
+def test_an_unreachable_broker_is_a_note_not_a_problem(http: httpx.Client) -> None:
+    answer = http.post("/api/v1/ui/upload/check", json=doc("t", f"127.0.0.1:{closed_port()}"))
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["problems"] == [] and body["missing_topics"] == []
+    assert "could not be checked" in body["notes"][0]
 
 
 def test_table_plan_and_series(http: httpx.Client) -> None:

@@ -1892,6 +1892,11 @@ export interface components {
              * @description what would stop create or the first run, in words
              */
             problems: string[];
+            /**
+             * Notes
+             * @description what could not be checked (a broker that did not answer): create may go on
+             */
+            notes: string[];
         };
         /** ValidateResult */
         ValidateResult: {

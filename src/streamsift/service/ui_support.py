@@ -130,11 +130,12 @@ def check_clickhouse(
     )
 
 
-def missing_topics(pipeline: Pipeline, timeout_s: float) -> tuple[list[str], list[str]]:
-    """The topics the document reads that its brokers do not have ('topic on servers'), and
-    the brokers that could not be asked, in words."""
+def missing_topics(pipeline: Pipeline, timeout_s: float) -> tuple[list[str], list[str], list[str]]:
+    """The topics the document reads that its brokers do not have ('topic on servers'), the
+    problems that makes, in words, and notes on the brokers that could not be asked."""
     missing: list[str] = []
     problems: list[str] = []
+    notes: list[str] = []
     for src in pipeline.inputs:
         servers = getattr(src, "bootstrap_servers", None)
         topic = getattr(src, "topic", None)
@@ -143,7 +144,10 @@ def missing_topics(pipeline: Pipeline, timeout_s: float) -> tuple[list[str], lis
         try:
             md = probes.kafka_metadata(servers, src.security, timeout_s)
         except StreamsiftError as exc:
-            problems.append(f"the topic {topic} could not be checked: {exc}")
+            notes.append(
+                f"the topic {topic} could not be checked ({exc}): the pipeline may still be "
+                "created; it retries until its brokers answer"
+            )
             continue
         if topic not in {t.name for t in md.topics}:
             missing.append(f"{topic} on {servers}")
@@ -151,7 +155,7 @@ def missing_topics(pipeline: Pipeline, timeout_s: float) -> tuple[list[str], lis
                 f"the topic {topic} does not exist on {servers}: create it first, or fix "
                 "the topic's name in the file"
             )
-    return missing, problems
+    return missing, problems, notes
 
 
 def create_table_statement(pipeline: Pipeline) -> str | None:

@@ -70,6 +70,9 @@ class UploadCheck(Answer):
     name_taken: bool
     missing_topics: list[str] = Field(description="'topic on brokers' the brokers do not have")
     problems: list[str] = Field(description="what would stop create or the first run, in words")
+    notes: list[str] = Field(
+        description="what could not be checked (a broker that did not answer): create may go on",
+    )
 
 
 class TablePlan(Answer):

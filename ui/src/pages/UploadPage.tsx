@@ -85,6 +85,9 @@ export function UploadPage() {
         {!checking && result?.ok && result.check.problems.length === 0 && (
           <Message kind="ok">ok: {result.check.name}: {result.check.summary}</Message>
         )}
+        {!checking && result?.ok && result.check.notes.length > 0 && (
+          <Message kind="info"><ul>{result.check.notes.map((n) => <li key={n}>{n}</li>)}</ul></Message>
+        )}
         {!checking && result?.ok && result.check.problems.length > 0 && (
           <Message kind="error">
             <div>{result.check.name} cannot be created as it is:</div>

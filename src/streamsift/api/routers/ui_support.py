@@ -109,7 +109,7 @@ async def upload_check(
         servers = getattr(src, "bootstrap_servers", None)
         if servers:
             await require_kafka_allowed(settings, servers, src.security)
-    missing, problems = await run_in_threadpool(
+    missing, problems, notes = await run_in_threadpool(
         ui_support.missing_topics, pipeline, settings.probe_timeout_s
     )
     taken = pipeline.name in {r.id for r in service.list()}
@@ -121,6 +121,7 @@ async def upload_check(
         name_taken=taken,
         missing_topics=missing,
         problems=problems,
+        notes=notes,
     )
 
 
