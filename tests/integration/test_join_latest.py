@@ -81,6 +81,11 @@ def test_latest_version_per_order(how, broker, chdb_path, tmp_path, unique_name,
     runner = PipelineRunner(pipeline)
     rows = runner.writer.query_rows(f"SELECT order_id, name FROM {table}")
     assert sorted(rows) == sorted(INNER)  # one row per order, NULL rows not yet due
+    # the left fields cross the join's pandas step exactly (float, microsecond timestamp)
+    b = runner.writer.query_rows(
+        f"SELECT amount, toString(order_ts) FROM {table} WHERE order_id = 'B'"
+    )
+    assert b == [(1.0, "2026-03-01 12:05:00.000")]
     dlq = runner.writer.query_rows(f"SELECT source, stage FROM {pipeline.dlq_table}")
     assert dlq == [("orders", "parse")]
     assert read == sum(len(o) + len(u) for o, u in ROUNDS) + 1

