@@ -64,7 +64,7 @@ export function Wizard({ editId }: { editId?: string } = {}) {
     }
     const saved = loadDraft();
     if (saved) {
-      setDraft(saved.draft);
+      setDraft({ ...emptyDraft(), ...saved.draft }); // a draft kept by an older UI: its gaps filled
       setStep(Math.min(saved.step, STEPS.length - 1));
       setRestored(saved.at);
       return;
