@@ -95,7 +95,15 @@ export function ClickHouseStep({ draft, update, err }: StepProps) {
         </div>
         <div class="radio">
           <input type="radio" id="ch-server" name="ch-kind" checked={c.kind === "server"}
-            onChange={() => update((d) => { d.ch.kind = "server"; })} />
+            onChange={() => update((d) => {
+              d.ch.kind = "server";
+              // the server this server's pipelines already write to, when nothing was typed
+              const known = d.known.servers?.[0];
+              if (known && !d.ch.host) {
+                Object.assign(d.ch, { host: known.host, port: known.port ? String(known.port) : d.ch.port,
+                  database: known.database, username: known.username, secure: known.secure });
+              }
+            })} />
           <label for="ch-server">A ClickHouse server (HTTP port)</label>
         </div>
       </fieldset>

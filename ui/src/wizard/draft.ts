@@ -84,7 +84,16 @@ export interface Draft {
   mapping: MappingRow[];
   orderBy: string[];
   /** What this server already has: table and pipeline names a default must not repeat. */
-  known: { tables: string[]; names: string[] };
+  known: { tables: string[]; names: string[]; servers?: KnownServer[] };
+}
+
+/** A ClickHouse server this server's pipelines write to (no password). */
+export interface KnownServer {
+  host: string;
+  port: number | null;
+  database: string;
+  username: string;
+  secure: boolean;
 }
 
 /** The server's defaults the wizard starts from (GET /api/v1/ui/defaults). */
@@ -93,6 +102,7 @@ export interface Defaults {
   clickhouse_path: string;
   tables_in_use: { table: string }[];
   pipelines: string[];
+  clickhouse_servers?: KnownServer[];
 }
 
 export function emptyDraft(defaults?: Defaults | null): Draft {
@@ -122,6 +132,7 @@ export function emptyDraft(defaults?: Defaults | null): Draft {
     known: {
       tables: defaults?.tables_in_use.map((t) => t.table) ?? [],
       names: defaults?.pipelines ?? [],
+      servers: defaults?.clickhouse_servers ?? [],
     },
   };
 }
