@@ -19,7 +19,7 @@ from streamsift.sinks.clickhouse.ddl import create_table_sql, quote
 
 log = logging.getLogger(__name__)
 
-ACTIVE = (State.RUNNING, State.CREATED, State.RESUMING)
+ACTIVE = (State.RUNNING, State.RETRYING, State.CREATED, State.RESUMING)
 
 
 @dataclass(frozen=True)
