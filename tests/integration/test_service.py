@@ -272,6 +272,14 @@ def test_after_the_server_is_killed_pipelines_are_adopted_or_restarted_exactly(
         assert third.get(name).state is State.RUNNING
         notes = [c.note or "" for c in third.history(name)]
         assert any("restarted" in n for n in notes)
+        # after a server and a worker killed -9, the figures of all three runs add up and
+        # equal the table's
+        wait_for(
+            lambda: (third.status(name).written, third.status(name).read) == (200, 400),
+            30,
+            what="the counts of every run",
+        )
+        assert third.status(name).duplicates == 200
     finally:
         third.close(stop_all=True)
     assert third.endpoints.records.exists() and not list(third.endpoints.records.glob("*"))

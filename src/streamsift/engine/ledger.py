@@ -43,10 +43,19 @@ COMPACT_EVERY = 2_000  # entries appended before the file is rewritten as one to
 class Ledger:
     """The counts of every micro-batch of one checkpoint (see the module docstring)."""
 
-    def __init__(self, checkpoint: Path, single_source: bool, counts_filtered: bool) -> None:
+    def __init__(
+        self,
+        checkpoint: Path,
+        single_source: bool,
+        counts_filtered: bool,
+        rows_from_sink: bool = False,
+    ) -> None:
         self.path = Path(checkpoint) / LEDGER_FILE
         self.single_source = single_source
         self.counts_filtered = counts_filtered
+        # the Arrow pass-through: Spark's rows are chunks, so its sources' rows are the rows
+        # the sink was given (engine/arrow_passthrough.py)
+        self.rows_from_sink = rows_from_sink
         self.total: dict[str, int] = dict.fromkeys(TOTAL_KEYS, 0)
         self.dlq_by_class: dict[str, int] = {}
         self.first_at: str | None = None  # when the pipeline first counted anything
@@ -158,13 +167,13 @@ class Ledger:
         for key, n in (sink.get("dlq_by_class") or {}).items():
             by_class[key] = by_class.get(key, 0) + int(n)
         rows = int(sink.get("rows") or 0)
-        if report:
+        total["late_dropped"] += int(report.get("late_dropped") or 0)
+        if report and not self.rows_from_sink:
             rows_in = int(report.get("rows_in") or 0)
-            total["late_dropped"] += int(report.get("late_dropped") or 0)
             if self.counts_filtered:
                 total["filtered"] += max(0, rows_in - rows)
-        else:  # the run ended before Spark's report: its sources emitted what the sink got
-            rows_in = rows
+        else:  # the pass-through, or a run that ended before Spark's report: its sources
+            rows_in = rows  # emitted what the sink got
         if self.single_source:
             total["rows_in"] += rows_in
         else:  # a join's sources emit both sides' rows: its duplicates are the report's

@@ -51,6 +51,8 @@ _PROCESS_DIED = (
     "Answer from Java side is empty",
     "Connection reset by peer",
     "BrokenPipeError",
+    "Broken pipe",
+    "java.io.IOException: Stream closed",  # a Python worker Spark reused after it died
     "EOFError",
 )
 SPARK_LOG_HINT = "run with --verbose for Spark's full log"

@@ -17,8 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from py4j.protocol import Py4JError
+
 from streamsift.config.runtime_limits import Retry
 from streamsift.engine.errors import QueryCrashed, UnexplainedFailure
+from streamsift.engine.query_failures import explain_failure
 from streamsift.engine.runner import PipelineRunner, RunResult
 from streamsift.engine.signals import StopFlag
 from streamsift.errors import PermanentError, StreamsiftError, TransientError
@@ -76,36 +79,41 @@ def run_with_retries(
             runner.on_first_batch = lambda: on_retry(None)
         try:
             return runner.run(until_caught_up=False)
+        except (Py4JError, OSError) as exc:  # raised outside a query, e.g. while building it
+            if not jvm_alive():
+                raise ProcessLost(f"the Spark JVM is gone: {exc}") from exc
+            error = explain_failure(exc)  # e.g. a Python worker Spark reused after it died
         except StreamsiftError as exc:
-            if not isinstance(exc, TransientError) or stop.is_set():
-                raise
-            if runner.stats.batches:  # it got going again: a new episode
-                attempt, since = 0, None
-            attempt += 1
-            since = since or _now()
-            cap = retry.unexplained_attempts if isinstance(exc, UnexplainedFailure) else limit
-            if cap is not None and attempt > cap:
-                raise RetriesExhausted(
-                    f"gave up after {attempt - 1} retries since {since:%Y-%m-%d %H:%M:%S} UTC: "
-                    f"{exc.message}",
-                    exc.hint,
-                ) from exc
-            if isinstance(exc, QueryCrashed) and not jvm_alive():
-                raise ProcessLost(exc.message, exc.hint) from exc
-            wait = retry.backoff(attempt)
-            log.warning(
-                "retry %d%s in %.0fs (%s): %s",
-                attempt,
-                "" if cap is None else f" of {cap}",
-                wait.total_seconds(),
-                exc.kind.value,
-                exc.message,
-            )
-            on_retry(
-                RetryAttempt(exc.message, type(exc).__name__, attempt, cap, since, _now() + wait)
-            )
-            if stop.wait(wait.total_seconds()):
-                return RunResult({}, caught_up=False, stopped=True, note="stopped while retrying")
+            error = exc
+        if not isinstance(error, TransientError) or stop.is_set():
+            raise error
+        if runner.stats.batches:  # it got going again before this failure: a new episode
+            attempt, since = 0, None
+        attempt += 1
+        since = since or _now()
+        cap = retry.unexplained_attempts if isinstance(error, UnexplainedFailure) else limit
+        if cap is not None and attempt > cap:
+            raise RetriesExhausted(
+                f"gave up after {attempt - 1} retries since {since:%Y-%m-%d %H:%M:%S} UTC: "
+                f"{error.message}",
+                error.hint,
+            ) from error
+        if isinstance(error, QueryCrashed) and not jvm_alive():
+            raise ProcessLost(error.message, error.hint) from error
+        wait = retry.backoff(attempt)
+        log.warning(
+            "retry %d%s in %.0fs (%s): %s",
+            attempt,
+            "" if cap is None else f" of {cap}",
+            wait.total_seconds(),
+            error.kind.value,
+            error.message,
+        )
+        on_retry(
+            RetryAttempt(error.message, type(error).__name__, attempt, cap, since, _now() + wait)
+        )
+        if stop.wait(wait.total_seconds()):
+            return RunResult({}, caught_up=False, stopped=True, note="stopped while retrying")
 
 
 def _now() -> datetime:

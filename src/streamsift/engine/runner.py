@@ -197,7 +197,10 @@ class PipelineRunner:
         self.stats.rows_from_sink = plan.arrow_schema is not None
         self.stats.counts_filtered = self.pipeline.join is None and self.pipeline.filter is not None
         self.ledger = Ledger(
-            self.checkpoint, self.pipeline.join is None, self.stats.counts_filtered
+            self.checkpoint,
+            self.pipeline.join is None,
+            self.stats.counts_filtered,
+            self.stats.rows_from_sink,
         ).open(last_committed(self.checkpoint / "spark"))
         log.info("pipeline %s: data path %s", self.pipeline.name, plan.data_path)
         writer = (

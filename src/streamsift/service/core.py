@@ -50,6 +50,7 @@ from streamsift.service.lifecycle import (
 from streamsift.service.otlp_receiver import OtlpReceiver, ServiceOtlp, otlp_source
 from streamsift.service.pipeline_process import EXIT_FAILED
 from streamsift.service.relaunch import Relaunches
+from streamsift.service.reset import ServicePlaces, reset_checkpoint
 from streamsift.service.supervisor import LOG_FILE, Supervisor
 
 __all__ = ["PipelineRecord", "PipelineService", "PipelineStatus", "StatusChange"]
@@ -225,7 +226,8 @@ class PipelineService:
                     details={"changes": changes},
                 )
             if reset_state:
-                self._reset_state(pipeline_id, current)
+                places = ServicePlaces(self.data_dir, self.policy, self.database, self.supervisor)
+                reset_checkpoint(places, pipeline_id, current)
             self.database.add_version(pipeline_id, doc, new)
             return self.database.get(pipeline_id)
 
@@ -507,42 +509,6 @@ class PipelineService:
             ):
                 return
             self._launch(pipeline_id)
-
-    def _reset_state(self, pipeline_id: str, current: Pipeline) -> None:
-        """Drop the pipeline's checkpoint: only a directory the pipeline owns (inside the
-        policy's roots, and not a root itself nor the pipeline directories above its own)."""
-        directory = self.supervisor.directory(pipeline_id)
-        checkpoint = current.checkpoint_dir(directory).resolve()
-        if not self._owned(checkpoint, {pipeline_id: current}):
-            raise ConfigError(
-                f"runtime.checkpoint_dir: {checkpoint} is not a directory this pipeline owns; "
-                "reset_state deletes only a checkpoint inside the server's directories that "
-                "holds nothing else (remove it by hand, or give the pipeline its own "
-                "checkpoint_dir)"
-            )
-        shutil.rmtree(checkpoint, ignore_errors=True)
-        (directory / "status.json").unlink(missing_ok=True)
-
-    def _owned(self, checkpoint: Path, parsed: dict[str, Pipeline]) -> bool:
-        """Whether reset_state may delete `checkpoint`: inside a root, below (not at) it, and
-        holding none of the service's own places nor any other place a pipeline keeps (its
-        directory, another's checkpoint, an embedded ClickHouse). `parsed`: the models of
-        pipelines the caller has already (by id)."""
-        if not self.policy.inside(checkpoint) or checkpoint in self.policy.roots:
-            return False
-        protected = [self.data_dir, self.supervisor.pipelines_dir]
-        protected += [self.data_dir / name for name in ("endpoints", "glassflow")]
-        for record in self.database.list():
-            directory = self.supervisor.directory(record.id)
-            protected.append(directory)
-            with contextlib.suppress(ConfigError):
-                kept = parsed.get(record.id) or parse_pipeline(self.database.document(record.id))
-                if kept.sink.clickhouse.path is not None:
-                    protected.append(kept.sink.clickhouse.path)
-                if kept.checkpoint_dir(directory).resolve() != checkpoint:
-                    protected.append(kept.checkpoint_dir(directory))
-        places = (Path(p).resolve() for p in protected)
-        return not any(place == checkpoint or place.is_relative_to(checkpoint) for place in places)
 
 
 def judged(doc: dict[str, Any], policy: DocumentPolicy) -> tuple[dict[str, Any], Pipeline]:

@@ -119,3 +119,11 @@ def test_empty_batches_leave_no_trace_and_a_torn_last_line_is_skipped(tmp_path: 
     with (tmp_path / LEDGER_FILE).open("a") as out:
         out.write(json.dumps({"batch": 2, "part": "sink"})[:20])  # a kill -9 mid-write
     assert Ledger(tmp_path, True, False).open(committed=1).totals()["written"] == 10
+
+
+def test_on_the_pass_through_the_sources_rows_are_the_sinks(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path, single_source=True, counts_filtered=False, rows_from_sink=True)
+    ledger.open(None)
+    ledger.record_sink(0, 40, sink(30))
+    ledger.record_report(report(0, 1, 0, 40))  # Spark counts one row: one Arrow chunk
+    assert (ledger.totals()["duplicates"], ledger.totals()["written"]) == (10, 30)

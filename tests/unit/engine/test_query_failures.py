@@ -81,3 +81,10 @@ def test_a_stop_that_interrupted_a_batch_is_told_apart() -> None:
     assert was_interrupted("Job 12 cancelled because SparkContext was shut down")
     assert not was_interrupted(None)
     assert not was_interrupted("SinkTransientError: ClickHouse did not answer")
+
+
+def test_a_reused_python_worker_that_died_is_transient() -> None:
+    error = explain_failure(
+        "An error occurred while calling o151.load.\n: java.io.IOException: Stream closed"
+    )
+    assert isinstance(error, QueryCrashed)
