@@ -47,6 +47,7 @@ from streamsift.config.stages import (
     DedupMode,
     FieldRef,
     Join,
+    JoinMode,
     JoinSource,
     JoinType,
     Transform,
@@ -293,6 +294,11 @@ class Pipeline(ConfigModel):
             sides[side_name] = scopes[side.source]
         if join.left.source == join.right.source:
             raise ValueError("join.right.source: must differ from join.left.source")
+        if join.mode is JoinMode.LATEST and self.runtime.state_store is StateStore.MEMORY:
+            raise ValueError(
+                "runtime.state_store: memory cannot hold a join of mode latest (Spark's "
+                "transformWithState keeps its state in RocksDB); use rocksdb"
+            )
         if len(join.left.key) != len(join.right.key):
             raise ValueError(
                 f"join.right.key: the left key has {len(join.left.key)} field(s), "

@@ -3,21 +3,32 @@ its event time (the rule and its state: transforms/join_latest_rule.py).
 
 Both sides' good records are brought to one shape — the join key, the event time (with each
 side's watermark) and one text column `side|µs|partition|offset|fields`, the fields the output
-needs packed as JSON — unioned, grouped by the key, and handed to `applyInPandasWithState`
-with event-time timeouts. Spark keeps each key's state (the right versions still usable and the
-left records still waiting, as JSON text) in its state store, checkpointed with the offsets,
-and drops records behind the watermark before they reach the rule (counted as
-`late_dropped`); so a re-run micro-batch starts from the same state and watermark and makes
-the same rows. Packing the fields as JSON keeps every value exact across the pandas hop
-(64-bit integers, microsecond timestamps, NULLs), which typed pandas columns would not, and
-one column instead of six halves what Spark's per-key pandas conversion costs (measured:
-7.6-8.3k -> 10.5k left events/s on the bench's join).
+needs packed as JSON — unioned, grouped by the key, and handed to Spark's `transformWithState`
+(event time, a timer per key). Spark keeps each key's state (the right versions still usable
+and the left records still waiting, as JSON text) and its timer in its RocksDB state store,
+checkpointed with the offsets, and drops records behind the watermark before they reach the
+rule (counted as `late_dropped`); so a re-run micro-batch starts from the same state and
+watermark and makes the same rows. Packing the fields as JSON keeps every value exact across
+the Python hop (64-bit integers, microsecond timestamps, NULLs).
+
+Why `transformWithState` (rows; its state calls are round trips to the JVM) and not
+`applyInPandasWithState` (its state travels with the data): the latter builds a pandas frame
+per key and micro-batch, ~1 ms each, so its cost grows with the distinct keys of a batch —
+measured on one 50,000-row batch: 8-18 s with 10,000 keys against 2-3 s here, and equal with
+1,000 keys (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
 
 from streamsift.config.models import FieldRef, Join, JoinType
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, RIGHT_RECORD_COLUMNS, join_key_column
@@ -28,6 +39,7 @@ from streamsift.transforms.join_latest_rule import Record, Windows, decode, enco
 JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
 OUTPUT_SCHEMA = "_lp STRING, _rp STRING, _rpartition INT, _roffset BIGINT"
 STATE_SCHEMA = "rights STRING, lefts STRING"
+RECORD = "_record"  # the column holding a record as `side|µs|partition|offset|fields`
 # The left record's metadata carried to the output row (its position is packed as well).
 LEFT_META = ("_topic", "_partition", "_offset", "_kafka_ts", "_late")
 
@@ -67,7 +79,7 @@ def latest_pairs(
             "_offset",
             payload,
         )
-        return frame.select(*keys, "_event_time", record.alias("_record"))
+        return frame.select(*keys, "_event_time", record.alias(RECORD))
 
     windows = Windows(
         int(join.left.time_window.total_seconds() * 1_000_000),
@@ -77,12 +89,11 @@ def latest_pairs(
         shaped(left, "left")
         .unionByName(shaped(right, "right"))
         .groupBy(*keys)
-        .applyInPandasWithState(
-            KeyJoiner(windows, join.type is JoinType.LEFT),
+        .transformWithState(
+            LatestJoinProcessor(windows, join.type is JoinType.LEFT),
             OUTPUT_SCHEMA,
-            STATE_SCHEMA,
-            "append",
-            "EventTimeTimeout",
+            "Append",
+            "EventTime",
         )
     )
 
@@ -117,40 +128,76 @@ def _meta(column: Any, left_source: str) -> Any:
     return value.cast(column.sql_type).alias(column.name)
 
 
-class KeyJoiner:
-    """The function Spark calls per key and micro-batch (and when a key's timeout passes).
+class LatestJoinProcessor(StatefulProcessor):
+    """What Spark runs per key: with the key's new records of a micro-batch, and when the
+    key's timer passes (a waiting left record's window ends, or the versions expire).
 
-    A class so that Spark pickles only the windows and the join type to the executors."""
+    The state is one value, the right versions and the waiting left records as JSON text; the
+    key has at most one timer, at `Step.wake_us`. Each state and timer call is a round trip
+    to the JVM, so a call makes few: read, write (or clear), and a timer change only when the
+    wake-up time moves."""
 
     def __init__(self, windows: Windows, left_outer: bool) -> None:
         self.windows = windows
         self.left_outer = left_outer
 
-    def __call__(self, key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
-        import pandas as pd
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("latest", STATE_SCHEMA)
 
-        rights, lefts = decode(None), decode(None)
-        if state.exists:
-            rights_text, lefts_text = state.get
-            rights, lefts = decode(rights_text), decode(lefts_text)
+    def handleInputRows(
+        self, key: Any, rows: Iterator[Any], timerValues: TimerValues
+    ) -> Iterator[Any]:
         new_rights: list[Record] = []
         new_lefts: list[Record] = []
-        for frame in frames:
-            for text in frame["_record"]:
-                side, et, p, o, payload = text.split("|", 4)
-                record = Record(int(et), int(p), int(o), payload)
-                (new_lefts if side == "L" else new_rights).append(record)
-        watermark_us = max(state.getCurrentWatermarkMs(), 0) * 1000
+        for row in rows:
+            side, et, p, o, payload = row[RECORD].split("|", 4)
+            record = Record(int(et), int(p), int(o), payload)
+            (new_lefts if side == "L" else new_rights).append(record)
+        return self._step(key, new_rights, new_lefts, timerValues, None)
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[Any]:
+        return self._step(key, [], [], timerValues, expiredTimerInfo.getExpiryTimeInMs())
+
+    def _step(
+        self,
+        key: Any,
+        new_rights: list[Record],
+        new_lefts: list[Record],
+        timer_values: TimerValues,
+        expired_ms: int | None,
+    ) -> Iterator[Any]:
+        from pyspark.sql import Row
+
+        rights, lefts = decode(None), decode(None)
+        if self.state.exists():
+            rights_text, lefts_text = self.state.get()
+            rights, lefts = decode(rights_text), decode(lefts_text)
+        watermark_ms = max(timer_values.getCurrentWatermarkInMs(), 0)
         key_is_null = any(k is None or k != k for k in key)  # NaN: a NULL float key
-        result = step(rights, lefts, new_rights, new_lefts, watermark_us, self.windows, key_is_null)
+        result = step(
+            rights, lefts, new_rights, new_lefts, watermark_ms * 1000, self.windows, key_is_null
+        )
+        wake_ms = None
         if result.wake_us is None:
-            state.remove()
+            self.state.clear()
         else:
-            state.update((encode(result.rights), encode(result.lefts)))
-            wake_ms = -(-result.wake_us // 1000)  # rounded up
-            state.setTimeoutTimestamp(max(wake_ms, watermark_us // 1000 + 1, 1))
-        out = [(lt.payload, rt.payload, rt.partition, rt.offset) for lt, rt in result.matched]
+            self.state.update((encode(result.rights), encode(result.lefts)))
+            wake_ms = max(-(-result.wake_us // 1000), watermark_ms + 1)  # rounded up
+        for timer in self.handle.listTimers():
+            if timer != wake_ms and timer != expired_ms:  # an expired one goes by itself
+                self.handle.deleteTimer(timer)
+            elif timer == wake_ms:
+                wake_ms = None  # already set
+        if wake_ms is not None:
+            self.handle.registerTimer(wake_ms)
+        for lt, rt in result.matched:
+            yield Row(_lp=lt.payload, _rp=rt.payload, _rpartition=rt.partition, _roffset=rt.offset)
         if self.left_outer:
-            out += [(lt.payload, None, NO_RECORD, NO_RECORD) for lt in result.expired]
-        if out:
-            yield pd.DataFrame(out, columns=["_lp", "_rp", "_rpartition", "_roffset"])
+            for lt in result.expired:
+                yield Row(_lp=lt.payload, _rp=None, _rpartition=NO_RECORD, _roffset=NO_RECORD)
+
+    def close(self) -> None:
+        pass

@@ -211,6 +211,19 @@ def test_join_errors_name_the_field(changes: dict, expected: str) -> None:
     assert expected in problem(edit(JOINED, **changes))
 
 
+def test_join_mode_is_interval_unless_latest_is_asked_for() -> None:
+    assert parse_pipeline(JOINED).join.mode.value == "interval"
+    assert parse_pipeline(edit(JOINED, join__mode="latest")).join.mode.value == "latest"
+    assert "join.mode: Input should be 'interval' or 'latest'" in problem(
+        edit(JOINED, join__mode="newest")
+    )
+
+
+def test_a_latest_join_keeps_its_state_in_rocksdb() -> None:
+    doc = edit(JOINED, join__mode="latest", runtime={"state_store": "memory"})
+    assert problem(doc).startswith("runtime.state_store: memory cannot hold a join of mode latest")
+
+
 def test_both_key_types_numeric_join() -> None:
     doc = edit(JOINED, join__left__key="n", join__right__key="n")
     assert parse_pipeline(doc).join is not None
