@@ -80,7 +80,7 @@ def test_tls_against_a_plaintext_listener_times_out_naming_the_protocol(broker, 
             broker, unique_name, {"protocol": "SSL", "skip_tls_verification": True}, "2s"
         )._partitions()
     assert "did not answer for topic" in str(err.value)
-    assert "(security.protocol SSL)" in str(err.value)
+    assert "(source.connect_timeout 2s; security.protocol SSL)" in str(err.value)
 
 
 def test_kerberos_without_librdkafka_support_is_one_clear_error(broker, unique_name, tmp_path):
