@@ -294,6 +294,7 @@ def _run_streamsift(
         out["messages"] = truth["produced"] + right
         out["read_by_topic"] = recorder.read_by_topic()
         out["late_dropped"] = stats["late_dropped"]
+        out["join_mode"] = join.get("mode", "interval")
         out["stats_read_matches"] = stats["read"] == out["messages"]
         out["join_state_bytes"] = dir_bytes(work / "checkpoint" / "spark" / "state")
     if live:

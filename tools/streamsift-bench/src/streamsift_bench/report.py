@@ -267,7 +267,8 @@ def _large_section(ds: dict, ours: dict, batch_rows: int | None) -> list[str]:
 
 def _join_section(r: dict, o: dict, baseline: dict | None = None) -> list[str]:
     """The dedup-join drain in its own words: per left event, and its baseline if it ran."""
-    lines = ["### Dedup + inner join", ""]
+    latest = r.get("join_mode") == "latest"
+    lines = ["### Dedup + inner join" + (" (mode latest)" if latest else ""), ""]
     if not r.get("exact"):
         return lines + [
             f"**FAILED**: {r.get('error') or _mismatch(r)}. No figures are reported for a run "
@@ -282,8 +283,14 @@ def _join_section(r: dict, o: dict, baseline: dict | None = None) -> list[str]:
         f"Two topics drained by one pipeline: {r.get('left_events', 0):,} events (left) and "
         f"{r.get('right_events', 0):,} profile events (right), each deduplicated on its event "
         f"id ({o.get('window')} window), then inner-joined on the user id into ClickHouse. "
-        f"Exact: {r.get('rows', 0):,} joined rows as the pure-Python reference expects, the "
-        "same (event id, profile event id) pair checksum, no row from a re-send, an empty DLQ "
+        + (
+            f"Exact: {r.get('rows', 0):,} joined rows, one per event with a profile in its "
+            "windows (join.mode latest), "
+            if latest
+            else f"Exact: {r.get('rows', 0):,} joined rows as the pure-Python reference "
+            "expects, the same (event id, profile event id) pair checksum, "
+        )
+        + "no row from a re-send, an empty DLQ "
         f"({_n(r.get('late_dropped'))} records behind the join's watermark).",
         "",
         "Rates are per left event (the right stream's messages are read too, but not "

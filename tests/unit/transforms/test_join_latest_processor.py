@@ -1,0 +1,110 @@
+"""The `transformWithState` processor of `join.mode: latest` (transforms/join_latest.py) with a
+fake handle: what it writes, and that a key keeps one timer, at its next wake-up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamsift.transforms.join_latest import LatestJoinProcessor
+from streamsift.transforms.join_latest_rule import Windows
+
+M_MS = 60_000  # a minute in ms
+W = Windows(left_us=60 * M_MS * 1000, right_us=30 * M_MS * 1000)
+
+
+class FakeState:
+    def __init__(self) -> None:
+        self.value: tuple[str, str] | None = None
+
+    def exists(self) -> bool:
+        return self.value is not None
+
+    def get(self) -> tuple[str, str]:
+        assert self.value is not None
+        return self.value
+
+    def update(self, value: tuple[str, str]) -> None:
+        self.value = value
+
+    def clear(self) -> None:
+        self.value = None
+
+
+class FakeHandle:
+    def __init__(self) -> None:
+        self.state = FakeState()
+        self.timers: set[int] = set()
+        self.calls = 0
+
+    def getValueState(self, name: str, schema: str) -> FakeState:  # noqa: N802 (Spark's API)
+        return self.state
+
+    def listTimers(self) -> list[int]:  # noqa: N802
+        self.calls += 1
+        return sorted(self.timers)
+
+    def registerTimer(self, ms: int) -> None:  # noqa: N802
+        self.calls += 1
+        self.timers.add(ms)
+
+    def deleteTimer(self, ms: int) -> None:  # noqa: N802
+        self.calls += 1
+        self.timers.discard(ms)
+
+
+class Clock:
+    def __init__(self, watermark_ms: int) -> None:
+        self.watermark_ms = watermark_ms
+
+    def getCurrentWatermarkInMs(self) -> int:  # noqa: N802
+        return self.watermark_ms
+
+
+class Expired:
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+    def getExpiryTimeInMs(self) -> int:  # noqa: N802
+        return self.ms
+
+
+def record(side: str, minute: int, offset: int, fields: str) -> dict[str, Any]:
+    return {"_record": f"{side}|{minute * M_MS * 1000}|0|{offset}|{fields}"}
+
+
+def processor(left_outer: bool = True) -> tuple[LatestJoinProcessor, FakeHandle]:
+    p, handle = LatestJoinProcessor(W, left_outer), FakeHandle()
+    p.init(handle)  # type: ignore[arg-type]
+    return p, handle
+
+
+def test_a_left_record_waits_then_takes_the_first_version_with_one_timer():
+    p, handle = processor()
+    rows = list(p.handleInputRows(("u1",), iter([record("L", 0, 1, '{"o":1}')]), Clock(0)))
+    assert rows == [] and handle.timers == {60 * M_MS}  # its window ends at +1h
+    rows = list(p.handleInputRows(("u1",), iter([record("R", 50, 7, '{"n":"p"}')]), Clock(M_MS)))
+    assert [(r._lp, r._rp, r._roffset) for r in rows] == [('{"o":1}', '{"n":"p"}', 7)]
+    assert handle.timers == {80 * M_MS}  # only the version is left: it expires 30m after 50m
+
+
+def test_an_expired_timer_writes_the_null_row_and_clears_the_key():
+    p, handle = processor()
+    list(p.handleInputRows(("u1",), iter([record("L", 0, 1, '{"o":1}')]), Clock(0)))
+    (row,) = p.handleExpiredTimer(("u1",), Clock(61 * M_MS), Expired(60 * M_MS))  # type: ignore[arg-type]
+    assert (row._lp, row._rp, row._rpartition, row._roffset) == ('{"o":1}', None, -1, -1)
+    assert handle.state.value is None
+    assert handle.timers == {60 * M_MS}  # the expired timer goes by itself, not deleted here
+
+
+def test_an_inner_join_writes_nothing_for_an_expired_record():
+    p, _ = processor(left_outer=False)
+    list(p.handleInputRows(("u1",), iter([record("L", 0, 1, "{}")]), Clock(0)))
+    assert list(p.handleExpiredTimer(("u1",), Clock(61 * M_MS), Expired(60 * M_MS))) == []  # type: ignore[arg-type]
+
+
+def test_an_unchanged_wake_up_costs_no_timer_call():
+    p, handle = processor()
+    list(p.handleInputRows(("u1",), iter([record("L", 0, 1, "{}")]), Clock(0)))
+    handle.calls = 0
+    list(p.handleInputRows(("u1",), iter([record("L", 5, 2, "{}")]), Clock(0)))
+    assert handle.timers == {60 * M_MS} and handle.calls == 1  # listTimers only
