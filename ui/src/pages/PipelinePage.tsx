@@ -8,6 +8,7 @@ import { Chart } from "../components/Chart";
 import { Message, download, fmt, usePoll } from "../components/ui";
 import { PipelineActions } from "./actions";
 import { POLL_MS } from "./PipelinesPage";
+import { alertSentences } from "../wizard/alerts";
 
 const CHART_MINUTES = 60;
 
@@ -43,6 +44,7 @@ export function PipelinePage({ id }: { id: string }) {
   const s = data?.status;
   const p = data?.pipeline;
   const yaml = doc.data ? YAML.stringify(doc.data) : "";
+  const rules = alertSentences((doc.data as Record<string, any> | null)?.alerts);
   return (
     <section aria-labelledby="pipeline-title">
       <p><a href="#/">← All pipelines</a></p>
@@ -136,13 +138,25 @@ export function PipelinePage({ id }: { id: string }) {
       {doc.error && <Message kind="error">{doc.error}</Message>}
       <pre class="yaml" aria-labelledby="definition-title" tabIndex={0} data-testid="definition">{yaml}</pre>
       <h2 id="alerts-title">Alerts</h2>
-      {alerts.error && <Message kind="error">{alerts.error}</Message>}
-      {alerts.data && alerts.data.length === 0 && (
-        <p class="muted">None so far. Rules go in the definition's <code>alerts:</code> section (edit the pipeline) or the server's <code>--alerts</code> file.</p>
+      {doc.data && (
+        rules.length > 0 ? (
+          <>
+            <h3 id="alert-rules-title">Its rules</h3>
+            <ul class="plain" aria-labelledby="alert-rules-title" data-testid="alert-rules">
+              {rules.map((r) => <li key={r}>{r}</li>)}
+            </ul>
+            <p class="muted">From its definition's <code>alerts:</code> section (change them in the wizard: edit the pipeline); the server's <code>--alerts</code> file may add rules and channels.</p>
+          </>
+        ) : (
+          <p class="muted" data-testid="alert-rules">No alert rules of its own: set them in the wizard (edit the pipeline) or the definition's <code>alerts:</code> section; the server's <code>--alerts</code> file, if any, still applies.</p>
+        )
       )}
+      <h3 id="alert-episodes-title">What alerted</h3>
+      {alerts.error && <Message kind="error">{alerts.error}</Message>}
+      {alerts.data && alerts.data.length === 0 && <p class="muted">Nothing so far.</p>}
       {alerts.data && alerts.data.length > 0 && (
-        <ul class="plain history" aria-labelledby="alerts-title" data-testid="alerts">
-          {alerts.data.map((a) => (
+        <ul class="plain history" aria-labelledby="alert-episodes-title" data-testid="alerts">
+          {openFirst(alerts.data).map((a) => (
             <li key={a.id} class={a.resolved_at ? "" : "alert-open"}>
               {a.resolved_at ? "Resolved" : <strong>Open</strong>}: {a.condition} since {fmt.dateTime(a.since)}
               {a.figure ? `: ${a.figure}` : ""}{a.reason ? ` (${a.reason})` : ""}
@@ -159,6 +173,11 @@ export function PipelinePage({ id }: { id: string }) {
       </ul>
     </section>
   );
+}
+
+/** Alert episodes with the open ones first, each part newest first (as the API lists them). */
+function openFirst(episodes: AlertEpisode[]): AlertEpisode[] {
+  return [...episodes.filter((a) => !a.resolved_at), ...episodes.filter((a) => a.resolved_at)];
 }
 
 /** Whether the table's count and the run's rows written differ by more than the few seconds

@@ -10,6 +10,8 @@ import { toDocument, type Draft } from "./draft";
 import { mergedDocument, resetReasons } from "./edit";
 import { forgetDraft } from "./storage";
 import { plainLine } from "./words";
+import { alertSentences, alertsSection } from "./alerts";
+import { AlertsSection } from "./AlertsSection";
 import type { StepProps } from "./draft";
 
 export function masked(doc: Record<string, any>): Record<string, any> {
@@ -18,6 +20,10 @@ export function masked(doc: Record<string, any>): Record<string, any> {
     if (src?.security?.password) src.security.password = "***";
   }
   if (copy.sink?.clickhouse?.password) copy.sink.clickhouse.password = "***";
+  // the alert channels' secrets (config/alerts.py: a Slack webhook URL is one)
+  for (const w of copy.alerts?.webhooks ?? []) if (w.secret) w.secret = "***";
+  for (const s of copy.alerts?.slack ?? []) if (s.webhook_url) s.webhook_url = "***";
+  for (const e of copy.alerts?.email ?? []) if (e.password) e.password = "***";
   return copy;
 }
 
@@ -45,6 +51,7 @@ export function summarySentences(d: Draft): string[] {
     ? `Writes ${written} column(s) into the table ${d.table} in ${where}, creating it if it does not exist (the statement below).`
     : `Writes ${written} column(s) into the existing table ${d.table} in ${where}.`);
   out.push("Records it cannot parse or write go to the dead-letter queue, with their reason.");
+  out.push(...alertSentences(alertsSection(d.alerts)));
   return out;
 }
 
@@ -130,6 +137,7 @@ export function ReviewStep({ draft, update, err, problems, checked, editing }: S
           <pre class="yaml" aria-labelledby="ddl-title" tabIndex={0} data-testid="review-ddl">{plan}</pre>
         </>
       )}
+      <AlertsSection draft={draft} update={update} err={err} />
       <div class="buttons">
         <button type="button" aria-expanded={showYaml} aria-controls="review-yaml" onClick={() => setShowYaml(!showYaml)}>
           {showYaml ? "Hide the YAML" : "Show the YAML"}
@@ -137,7 +145,7 @@ export function ReviewStep({ draft, update, err, problems, checked, editing }: S
         <button type="button" onClick={() => download(`${draft.name || "pipeline"}.yaml`, YAML.stringify(doc))}>Download YAML</button>
       </div>
       <pre class="yaml" id="review-yaml" aria-label="Pipeline document (YAML)" tabIndex={0} data-testid="review-yaml" hidden={!showYaml}>{yaml}</pre>
-      <p class="muted">The downloaded file holds the passwords you entered; the one shown here has them as ***.</p>
+      <p class="muted">The downloaded file holds the passwords and secrets you entered; the one shown here has them as ***.</p>
       {editing && reasons.length > 0 && (
         <div class="message info" data-testid="reset-reasons">
           <div>These changes need the pipeline to start afresh (reset_state): its offsets and dedup/join state are dropped and the topics are read again from {draft.startFrom}.</div>

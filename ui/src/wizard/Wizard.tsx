@@ -120,10 +120,16 @@ export function Wizard({ editId }: { editId?: string } = {}) {
   };
   const stepProblems = (list: string[]) =>
     list.filter((p) => STEP_PATHS[name].some((path) => path === "" || problemsFor([p], path).length));
-  // A message shows once its field was changed, or once Next was pressed on the step.
-  const shown = (path: string) =>
-    tried.includes(step) || name === "review" ||
-    touched.some((t) => t === path || t.startsWith(`${path}.`) || t.startsWith(`${path}[`) || path.startsWith(`${t}.`) || path.startsWith(`${t}[`));
+  // A message shows once its field was changed, or once Next was pressed on the step; on the
+  // review everything shows but the optional alerts' fields (each once it was changed). A
+  // path ending in ":" is a group's own message (an e-mail channel's): shown once a field in
+  // the group was changed.
+  const shown = (at: string) => {
+    const alerts = at.startsWith("alerts");
+    const path = alerts ? at.replace(/:$/, "") : at;
+    return tried.includes(step) || (name === "review" && !alerts) ||
+      touched.some((t) => t === path || t.startsWith(`${path}.`) || t.startsWith(`${path}[`) || path.startsWith(`${t}.`) || path.startsWith(`${t}[`));
+  };
   const err = (path: string, always = false) => (always || shown(path) ? problemText(problemsFor(problems, path)) : null);
   const touch = (e: Event) => {
     const at = (e.target as HTMLElement | null)?.closest?.("[data-problem-path]")?.getAttribute("data-problem-path");

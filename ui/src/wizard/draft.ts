@@ -3,6 +3,7 @@
 // own beyond sensible defaults; every check is the API's (POST /api/v1/pipelines/validate).
 
 import { plainOnce } from "./words";
+import { alertsSection, emptyAlerts, type AlertsDraft } from "./alerts";
 
 export const FIELD_TYPES = ["string", "int", "float", "bool", "timestamp", "array", "map", "json"];
 export type DedupMode = "first" | "last" | "exact";
@@ -83,6 +84,8 @@ export interface Draft {
   tableMode: "create" | "existing";
   mapping: MappingRow[];
   orderBy: string[];
+  /** Who hears when it fails, retries, lags or collects dead letters (the review step). */
+  alerts: AlertsDraft;
   /** What this server already has: table and pipeline names a default must not repeat. */
   known: { tables: string[]; names: string[]; servers?: KnownServer[] };
 }
@@ -129,6 +132,7 @@ export function emptyDraft(defaults?: Defaults | null): Draft {
     tableMode: "create",
     mapping: [],
     orderBy: [],
+    alerts: emptyAlerts(),
     known: {
       tables: defaults?.tables_in_use.map((t) => t.table) ?? [],
       names: defaults?.pipelines ?? [],
@@ -296,6 +300,8 @@ export function toDocument(d: Draft): Record<string, any> {
   };
   if (d.tableMode === "create" && d.orderBy.length) sink.order_by = d.orderBy;
   doc.sink = sink;
+  const alerts = alertsSection(d.alerts);
+  if (alerts) doc.alerts = alerts;
   return doc;
 }
 

@@ -2,6 +2,7 @@
 // wizard's document merged over the stored one (settings the wizard has no step for are
 // kept), and the changes that need a fresh start (reset_state) said in words.
 import { emptyDraft, type Draft, type DedupMode } from "./draft";
+import { alertsFromDocument } from "./alerts";
 
 type Doc = Record<string, any>;
 
@@ -69,10 +70,12 @@ export function fromDocument(doc: Doc): Draft {
   d.tableMode = sink.create_table === false ? "existing" : "create";
   d.mapping = ((sink.mapping ?? []) as Doc[]).map((m) => ({ field: String(m.field), column: String(m.column), type: String(m.type) }));
   d.orderBy = keyList(sink.order_by);
+  d.alerts = alertsFromDocument(doc.alerts);
   return d;
 }
 
-const MANAGED = ["source", "sources", "dedup", "join", "transform", "filter"];
+// the wizard shows the stored alerts too: a section it no longer has was removed there
+const MANAGED = ["source", "sources", "dedup", "join", "transform", "filter", "alerts"];
 
 /** The wizard's document over the stored one: what the wizard has no step for stays. */
 export function mergedDocument(stored: Doc, made: Doc): Doc {

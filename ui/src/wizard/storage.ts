@@ -25,6 +25,10 @@ export function saveDraft(draft: Draft, step: number): void {
   const copy = structuredClone(draft);
   copy.kafka.password = "";
   copy.ch.password = "";
+  // the alert channels' secrets (a Slack webhook URL is one) are asked again too
+  for (const w of copy.alerts?.webhooks ?? []) w.secret = "";
+  for (const s of copy.alerts?.slack ?? []) s.url = "";
+  for (const e of copy.alerts?.email ?? []) e.password = "";
   try {
     localStorage.setItem(KEY, JSON.stringify({ draft: copy, step, at: new Date().toISOString() }));
   } catch {
