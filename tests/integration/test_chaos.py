@@ -86,6 +86,35 @@ def test_three_random_kills_of_the_join_pipeline_lose_and_double_no_joined_row(t
     assert report.dlq_in_clickhouse == report.dlq_expected > 10
 
 
+def test_three_random_kills_of_the_latest_join_write_each_order_once(tmp_path):
+    """The same with `join.mode: latest` (embedded): every order with a profile in its
+    windows once, with one of those profiles, none doubled, the DLQ exact."""
+    lines: list[str] = []
+    report = run_chaos(
+        ChaosOptions(
+            shape="join",
+            join_mode="latest",
+            kills=3,
+            events=4_000,
+            users=150,
+            min_up_s=0.5,
+            max_up_s=6,
+            up_from="work",
+            malformed_every=400,
+            seed=7,
+            work_dir=tmp_path,
+        ),
+        log=lines.append,
+    )
+    print("\n" + "\n".join(lines) + "\n" + report.table() + f"\n{report.seconds}s")
+    assert report.shape == "join (inner, latest)"
+    assert report.kills == 3
+    assert report.kills_mid_run >= 2
+    assert (report.missing, report.duplicated, report.wrong_version) == (0, 0, 0)
+    assert report.in_clickhouse == report.expected > 2_000
+    assert report.dlq_in_clickhouse == report.dlq_expected > 10
+
+
 def test_join_streams_are_produced_in_step_so_no_record_falls_behind_the_watermark():
     """The join shape's produce order keeps each stream's own order (re-sends included) and
     never lets a record fall behind the join watermark of what was produced before it, the

@@ -101,6 +101,7 @@ class ChaosOptions:
     work_dir: Path = Path(".streamsift/chaos")
     shape: str = "dedup"  # or "join"
     join_type: str = "inner"  # join shape: inner or left (outer)
+    join_mode: str = "interval"  # join shape: interval (every pair) or latest (one per order)
     users: int = 1_000  # join shape: users publishing profile events
     # join shape: spread producing over this long (None: over the whole kill phase, paced by
     # the length of the rounds so far)
@@ -115,6 +116,8 @@ class ChaosOptions:
             raise ValueError(f"shape must be one of {', '.join(SHAPES)}")
         if self.join_type not in JOIN_TYPES:
             raise ValueError(f"join_type must be one of {', '.join(JOIN_TYPES)}")
+        if self.join_mode not in ("interval", "latest"):
+            raise ValueError("join_mode must be interval or latest")
         if self.mode not in ("embedded", "server"):
             raise ValueError("mode must be embedded or server")
         if self.up_from not in ("start", "work"):
@@ -282,7 +285,8 @@ class _JoinShape:
 
     def __init__(self, opts: ChaosOptions, bootstrap: str) -> None:
         self.opts, self.bootstrap = opts, bootstrap
-        self.label = f"join ({opts.join_type})"
+        latest = ", latest" if opts.join_mode == "latest" else ""
+        self.label = f"join ({opts.join_type}{latest})"
         self.left = opts.join_type == "left"
         self.streams: JoinStreams = generate_join_streams(
             JoinSpec(
@@ -321,6 +325,7 @@ class _JoinShape:
             name="chaos-join",
         )
         doc["sink"]["max_batch_size"] = 2_000  # several chunks (tokens) per batch
+        doc["join"]["mode"] = self.opts.join_mode
         return doc
 
     def produce(self) -> None:
@@ -366,8 +371,11 @@ class _JoinShape:
             (o, e, float(a), n, p)
             for o, e, a, n, p in client.query(f"SELECT {ROW_COLUMNS} FROM {TABLE}").result_rows
         )
-        missing, extra = expected.rows - actual, actual - expected.rows
         dlq_expected = sum(self.malformed.values())
+        dlq = int(client.command(f"SELECT count() FROM {TABLE}_dlq"))
+        if self.opts.join_mode == "latest":
+            return _latest_verdict(expected.rows, actual, self.produced, dlq_expected, dlq)
+        missing, extra = expected.rows - actual, actual - expected.rows
         return Verdict(
             produced=self.produced,
             expected=sum(expected.rows.values()),
@@ -376,8 +384,35 @@ class _JoinShape:
             duplicated=sum(extra.values()),
             wrong_version=0,
             dlq_expected=dlq_expected,
-            dlq_in_clickhouse=int(client.command(f"SELECT count() FROM {TABLE}_dlq")),
+            dlq_in_clickhouse=dlq,
         )
+
+
+def _latest_verdict(
+    pairs: Counter, actual: Counter, produced: int, dlq_expected: int, dlq: int
+) -> Verdict:
+    """`join.mode: latest`: one row per order, with one of its partners in the windows (the
+    interval join's rows are every candidate; which one is written depends on what had
+    arrived when the order was joined), or its NULL row; `wrong_version` counts rows whose
+    profile is not a candidate of their order."""
+    candidates: dict[str, set] = {}
+    for row in pairs:
+        candidates.setdefault(row[0], set()).add(row)
+    written: Counter = Counter()
+    wrong = 0
+    for row, n in actual.items():
+        written[row[0]] += n
+        wrong += n * (row not in candidates.get(row[0], ()))
+    return Verdict(
+        produced=produced,
+        expected=len(candidates),
+        in_clickhouse=sum(actual.values()),
+        missing=sum(1 for order in candidates if not written[order]),
+        duplicated=sum(n - 1 for n in written.values() if n > 1),
+        wrong_version=wrong,
+        dlq_expected=dlq_expected,
+        dlq_in_clickhouse=dlq,
+    )
 
 
 class _KillPhase:

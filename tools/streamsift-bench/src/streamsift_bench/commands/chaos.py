@@ -27,6 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --shape join: inner (default) or left outer",
     )
     p.add_argument(
+        "--join-mode",
+        choices=["interval", "latest"],
+        default="interval",
+        help="with --shape join: interval (every pair, default) or latest (one row per order)",
+    )
+    p.add_argument(
         "--events", type=int, default=60_000, help="events (dedup) or order messages (join)"
     )
     p.add_argument("--users", type=int, default=1_000, help="users with profiles (join)")
@@ -74,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 work_dir=work,
                 shape=args.shape,
                 join_type=args.join_type,
+                join_mode=args.join_mode,
                 users=args.users,
                 up_from=args.up_from,
             ),
