@@ -90,17 +90,22 @@ def test_latest_version_per_order(how, broker, chdb_path, tmp_path, unique_name,
     assert dlq == [("orders", "parse")]
     assert read == sum(len(o) + len(u) for o, u in ROUNDS) + 1
 
-    # Events two days ahead on both sides move the watermark past every window.
-    produce_messages(orders_topic, encode([order("ahead", "ua", T0 + 48 * H)], "order_id"))
-    produce_messages(users_topic, encode([user("ub", "ub", T0 + 48 * H)], "user"))
+    # A late pair (2h before T0: behind the watermark, the older side's newest time - 1h) is
+    # dropped and counted; events two days ahead on both sides move the watermark past every
+    # window.
+    late = [order("late", "ul", T0 - 2 * H)], [user("ul", "lu", T0 - 2 * H)]
+    produce_messages(
+        orders_topic, encode(late[0] + [order("ahead", "ua", T0 + 48 * H)], "order_id")
+    )
+    produce_messages(users_topic, encode(late[1] + [user("ub", "ub", T0 + 48 * H)], "user"))
     want = INNER | ({(o, None) for o in UNMATCHED} if how == "left" else set())
     runner = PipelineRunner(pipeline)
     stats = run_until(
-        runner, lambda: runner.stats.read >= 2 and runner.writer.count(table) >= len(want)
+        runner, lambda: runner.stats.read >= 4 and runner.writer.count(table) >= len(want)
     )
     rows = runner.writer.query_rows(f"SELECT order_id, name FROM {table}")
     assert sorted(rows, key=str) == sorted(want, key=str)
-    assert stats["late_dropped"] == 0
+    assert stats["late_dropped"] == 2
 
 
 def versioned_streams(seed: int = 5) -> tuple[list[dict], list[dict]]:
