@@ -24,6 +24,8 @@ function removeChannel(d: Draft, kind: Kind, index: number) {
   }
 }
 
+// Checkboxes and the select change the draft on "input", which comes before "change": the
+// form's touch (on "input") re-renders, and a change not yet in the draft would be undone.
 export function AlertsSection({ draft, update, err }: StepProps) {
   const a = draft.alerts;
   const [open, setOpen] = useState(hasAlerts(a));
@@ -42,7 +44,7 @@ export function AlertsSection({ draft, update, err }: StepProps) {
   };
   const check = (id: string, label: string, path: string, on: boolean, onValue: (v: boolean) => void) => (
     <div class="check">
-      <input id={id} type="checkbox" data-problem-path={path} checked={on} onChange={(e) => onValue(e.currentTarget.checked)} />
+      <input id={id} type="checkbox" data-problem-path={path} checked={on} onInput={(e) => onValue(e.currentTarget.checked)} />
       <label for={id}>{label}</label>
     </div>
   );
@@ -129,7 +131,7 @@ export function AlertsSection({ draft, update, err }: StepProps) {
                 {text(`alert-email-${i}-port`, `E-mail ${i + 1} SMTP port`, `${base}.port`, m.port, (v) => set((x) => { x.email[i].port = v; }), { inputMode: "numeric" })}
                 <Field id={`alert-email-${i}-security`} label={`E-mail ${i + 1} encryption`} error={err(`${base}.security`)}>
                   <select {...described(`alert-email-${i}-security`, err(`${base}.security`))} data-problem-path={`${base}.security`} value={m.security}
-                    onChange={(e) => set((x) => { x.email[i].security = e.currentTarget.value as any; })}>
+                    onInput={(e) => set((x) => { x.email[i].security = e.currentTarget.value as any; })}>
                     <option value="starttls">STARTTLS (usually port 587)</option>
                     <option value="ssl">TLS from the start (usually port 465)</option>
                     <option value="none">None (no login possible)</option>
