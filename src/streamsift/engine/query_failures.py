@@ -52,7 +52,7 @@ _PROCESS_DIED = (
     "Connection reset by peer",
     "BrokenPipeError",
     "Broken pipe",
-    "java.io.IOException: Stream closed",  # a Python worker Spark reused after it died
+    "Stream closed",  # java.io.IOException: a Python worker Spark reused after it died
     "EOFError",
 )
 SPARK_LOG_HINT = "run with --verbose for Spark's full log"

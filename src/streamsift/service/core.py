@@ -136,9 +136,10 @@ class PipelineService:
         desired state is running but whose worker is gone, then watch them all."""
         with self._lock:
             for record in self.database.list():
-                launched = self._recover(record)
+                if self._recover(record) is not None:
+                    continue  # launched again: `_launch` routed its OTLP data already
                 try:
-                    doc, pipeline = launched or self._opened(record.id)
+                    doc, pipeline = self._opened(record.id)
                     self._route_otlp(record.id, doc, pipeline)
                 except (StreamsiftError, KafkaException) as exc:
                     log.warning("pipeline %s: no OTLP route: %s", record.id, exc)
