@@ -60,7 +60,13 @@ export function PipelinePage({ id }: { id: string }) {
       {error && <Message kind="error">{error}</Message>}
       {problem && <Message kind="error">{problem}</Message>}
       {notice && <Message kind="ok">{notice}</Message>}
-      {(p?.error || s?.error) && <Message kind="error">Last error: {p?.error ?? s?.error}{s?.hint ? ` (hint: ${s.hint})` : ""}</Message>}
+      {s?.retry ? (
+        <Message kind="info">
+          Retrying by itself after a fault that may pass (attempt {s.retry.attempt}
+          {s.retry.limit == null ? "" : ` of ${s.retry.limit}`}, next try {fmt.dateTime(s.retry.next_try_at)}):
+          {" "}{s.retry.reason}. Nothing is lost: it goes on from its checkpoint.
+        </Message>
+      ) : (p?.error || s?.error) && <Message kind="error">Last error: {p?.error ?? s?.error}{s?.hint ? ` (hint: ${s.hint})` : ""}</Message>}
       {s && (
         <dl class="figures">
           <div><dt>Rows read</dt><dd data-figure="read">{fmt.int(s.read)}</dd></div>
