@@ -25,7 +25,7 @@ from streamsift.service.core import PipelineService
 from streamsift.service.lifecycle import State
 from streamsift.spark_host.processes import kill_pid_tree
 from support.clickhouse import rows as endpoint_rows
-from support.service_pipeline import START_TIMEOUT_S, pipeline_doc, produce
+from support.service_pipeline import START_TIMEOUT_S, pipeline_doc, produce, running_service
 from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -56,10 +56,8 @@ def chdb(data_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def service(data_dir: Path) -> Iterator[PipelineService]:
-    svc = PipelineService(data_dir)
-    svc.start()
-    yield svc
-    svc.close(stop_all=True)
+    with running_service(data_dir) as svc:
+        yield svc
 
 
 def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
@@ -89,9 +87,7 @@ def test_a_pipeline_through_its_lifecycle_beside_one_that_fails(
     )
     broker.create_topic("svc-bad", 1)
     service.create(bad)
-    wait_for(
-        in_state(service, "svc-bad", State.RETRYING), START_TIMEOUT_S, what="svc-bad Retrying"
-    )
+    wait_for(in_state(service, "svc-bad", State.RETRYING), START_TIMEOUT_S, what="svc-bad Retrying")
     retrying = service.get("svc-bad")
     assert retrying.error is not None and f"127.0.0.1:{closed_port}" in retrying.error
     assert retrying.error_at is not None

@@ -38,7 +38,7 @@ from streamsift.service.core import PipelineService
 from streamsift.service.lifecycle import State
 from streamsift.spark_host.processes import kill_pid_tree
 from support.clickhouse import rows as endpoint_rows
-from support.service_pipeline import pipeline_doc, produce
+from support.service_pipeline import pipeline_doc, produce, running_service
 from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -92,10 +92,8 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def service(data_dir: Path) -> Iterator[PipelineService]:
-    svc = PipelineService(data_dir)
-    svc.start()
-    yield svc
-    svc.close(stop_all=True)
+    with running_service(data_dir) as svc:
+        yield svc
 
 
 def _tables(service: PipelineService, chdb: Path) -> dict[str, tuple[int, int]]:

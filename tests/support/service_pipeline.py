@@ -1,14 +1,18 @@
 """What the service and API pipeline tests share: the small dedup pipeline they run, its
-events, and how long a pipeline's start may take (a Spark start-up)."""
+events, a started service, and how long a pipeline's start may take (a Spark start-up)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
 
 from streamsift.embedded.broker import Broker
+from streamsift.service.core import PipelineService
 
 START_TIMEOUT_S = 240  # for a pipeline to run, or its first rows: a Spark driver starts first
 
@@ -60,3 +64,14 @@ def produce(
     for raw in extra:
         producer.produce(topic, key=b"bad", value=raw)
     assert producer.flush(30) == 0
+
+
+@contextlib.contextmanager
+def running_service(data_dir: Path) -> Iterator[PipelineService]:
+    """A started `PipelineService` on `data_dir`; at the end its pipelines are stopped."""
+    service = PipelineService(data_dir)
+    service.start()
+    try:
+        yield service
+    finally:
+        service.close(stop_all=True)
