@@ -98,6 +98,7 @@ def test_broker_gone_mid_run_ends_with_a_clear_error_and_an_intact_checkpoint(tm
         doc = yaml.safe_load((REPO / "examples/pipelines/users-dedup.yaml").read_text())
         doc["source"]["bootstrap_servers"] = broker.bootstrap_servers
         doc["source"]["connect_timeout"] = "8s"
+        doc["source"]["read_timeout"] = "8s"  # once running, the read's wait for the broker
         doc["sink"]["clickhouse"]["path"] = str(tmp_path / "ch")
         path = tmp_path / "p.yaml"
         path.write_text(yaml.safe_dump(doc))
