@@ -180,7 +180,6 @@ def test_a_retrying_pipeline_shows_its_attempt_retries_and_filtered_rows() -> No
     assert samples[("streamsift_pipeline_status", state)] == 1
 
 
-
 def registry_of_families(reports: list[PipelineReport]) -> str:
     from prometheus_client import generate_latest
 
