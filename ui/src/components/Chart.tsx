@@ -1,6 +1,6 @@
 // A line chart over time (uPlot), sized to its container. The axes stay readable whatever
 // the data: time ticks as hours and minutes (seconds over a short span, the date over days),
-// one point gets a few minutes either side, and the y axis starts at 0.
+// a short span (one point, a few seconds) is shown as two minutes, and the y axis starts at 0.
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 
@@ -13,6 +13,15 @@ export function tickLabel(t: number, span: number): string {
   if (span <= 5 * 60) return `${hm}:${pad(d.getSeconds())}`;
   if (span <= 24 * 3600) return hm;
   return `${d.toLocaleDateString("en-GB", { day: "numeric", month: "short" })} ${hm}`;
+}
+
+const MIN_SPAN_S = 120;
+
+/** The visible time range: the data's, at least MIN_SPAN_S wide (ending at the newest point),
+ * so that a few seconds of points never get ticks one second apart with equal labels. */
+export function timeRange(min: number | null, max: number | null): [number, number] {
+  if (min == null || max == null) return [0, MIN_SPAN_S];
+  return max - min < MIN_SPAN_S ? [max - MIN_SPAN_S, max] : [min, max];
 }
 
 function yLabel(v: number): string {
@@ -33,7 +42,7 @@ export function Chart(props: { title: string; unit: string; times: number[]; val
       height: 180,
       legend: { show: false },
       scales: {
-        x: { time: true, range: (_u, min, max) => (min === max || min == null ? [(min ?? 0) - 300, (max ?? 0) + 300] : [min, max]) },
+        x: { time: true, range: (_u, min, max) => timeRange(min, max) },
         y: { range: (_u, _min, max) => [0, Math.max(1, (max ?? 0) * 1.1)] },
       },
       axes: [
