@@ -19,10 +19,11 @@ from support.waiting import wait_for
 
 
 class ServerThread:
-    """uvicorn serving `app` in a thread; `url` is where it answers once entered."""
+    """uvicorn serving `app` in a thread; `url` is where it answers once entered. `port`: a
+    given loopback port (a server that comes back where it was), else a free one."""
 
-    def __init__(self, app: Any) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, app: Any, port: int = 0) -> None:
+        self.sock = socket.create_server(("127.0.0.1", port))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})

@@ -34,7 +34,8 @@ def load_resolved(path: str | Path) -> Pipeline:
 
 
 def parse_resolved(doc: dict[str, Any], source: str | None = None) -> Pipeline:
-    """`doc` (secrets in clear) validated with the fields of each `from_registry` source."""
+    """`doc` (secrets in clear) validated with the fields of each `from_registry` source; a
+    registry that does not answer is RegistryUnavailable (transient: ask again later)."""
     try:
         resolved = resolved_document(doc)
     except ConfigError as exc:
@@ -186,5 +187,7 @@ def _fetch(
         return schema_fields(
             client.subject_schema(subject, version, protobuf), fmt, subject, message
         )
-    except (RegistryError, RegistryUnavailable) as exc:
+    except RegistryError as exc:
         raise ConfigError(f"{where}: {exc.message}") from None
+    except RegistryUnavailable as exc:  # it may answer later: transient, not the document's fault
+        raise RegistryUnavailable(f"{where}: {exc.message}", exc.hint) from None

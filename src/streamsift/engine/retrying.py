@@ -74,10 +74,11 @@ def run_with_retries(
     attempt = 0
     since: datetime | None = None
     while True:
-        runner = make_runner()
-        if attempt:
-            runner.on_first_batch = lambda: on_retry(None)
+        runner: PipelineRunner | None = None
         try:
+            runner = make_runner()  # may fail too, e.g. a registry that does not answer
+            if attempt:
+                runner.on_first_batch = lambda: on_retry(None)
             return runner.run(until_caught_up=False)
         except (Py4JError, OSError) as exc:  # raised outside a query, e.g. while building it
             if not jvm_alive():
@@ -87,7 +88,7 @@ def run_with_retries(
             error = exc
         if not isinstance(error, TransientError) or stop.is_set():
             raise error
-        if runner.stats.batches:  # it got going again before this failure: a new episode
+        if runner is not None and runner.stats.batches:  # it got going again: a new episode
             attempt, since = 0, None
         attempt += 1
         since = since or _now()

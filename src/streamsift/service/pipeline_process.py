@@ -126,7 +126,7 @@ def run(
 ) -> int:
     """Run the pipeline until stopped, retrying transient faults; the process's exit code.
     `max_attempts`: the server's retry limit, for a pipeline that sets none."""
-    from streamsift.config import ConfigError
+    from streamsift.config import ConfigError, parse_pipeline
     from streamsift.config.secrets import secret_values
     from streamsift.engine.registry_fields import parse_resolved
     from streamsift.engine.retrying import ProcessLost, RetryAttempt, run_with_retries
@@ -137,7 +137,7 @@ def run(
     status = StatusFile(directory)
     status.start()
     try:
-        pipeline = parse_resolved(document)  # registry fields fetched with the real secrets
+        pipeline = parse_pipeline(document)  # its settings; registry fields come with each try
     except ConfigError as exc:
         status.finish("failed", str(exc), "edit the pipeline's document")
         return EXIT_FAILED
@@ -145,8 +145,11 @@ def run(
     flag = StopFlag()
 
     def make_runner() -> PipelineRunner:
+        # registry fields fetched with the real secrets (a registry that does not answer is
+        # retried like any transient fault)
+        resolved = parse_resolved(document) if pipeline.fields_pending else pipeline
         status.runner = PipelineRunner(
-            pipeline,
+            resolved,
             base_dir=directory,
             on_progress=lambda _stats: _running(status),
             stop=flag,

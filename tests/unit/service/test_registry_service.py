@@ -12,6 +12,9 @@ of the fields, with the stored password, succeeded.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,10 +25,12 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from streamsift.api.app import create_app
 from streamsift.api.settings import ServiceSettings
 from streamsift.embedded.broker import free_port
+from streamsift.service.pipeline_process import STATUS_FILE
 from streamsift.sources.schema_registry import clear_cache
 from support.pipeline_docs import mapping, pipeline_doc
 from support.schema_registry import RegistryState, build_registry_app
 from support.servers import ServerThread
+from support.waiting import wait_for
 
 AVSC = (
     '{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},'
@@ -134,3 +139,51 @@ def test_secured_from_registry_pipeline_across_a_service_restart(tmp_path: Path)
             assert again["error_at"] != first["error_at"]
             assert "registry" not in again["error"] and "401" not in again["error"]
             assert asked_for_fields(state) == asked + 2
+
+
+def test_a_registry_that_does_not_answer_at_start_is_retried_not_failed(tmp_path: Path) -> None:
+    """The worker of a `from_registry` pipeline whose registry is down retries (Retrying,
+    the registry named) and goes on once the registry is back at its address: here to the
+    next fault, the ClickHouse that is not there, which its retry limit then ends."""
+    clear_cache()
+    port = free_port()
+    doc = secured_doc(f"http://127.0.0.1:{port}")
+    doc["runtime"] = {"retry": {"max_attempts": 4, "first_backoff": "1s", "max_backoff": "1s"}}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "streamsift.service.pipeline_process", "--dir", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert worker.stdin is not None
+    worker.stdin.write(json.dumps(doc).encode())
+    worker.stdin.close()
+
+    def status() -> dict[str, Any]:
+        try:
+            return json.loads((tmp_path / STATUS_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+
+    try:
+        retrying = wait_for(
+            lambda: (s := status()).get("state") == "retrying" and s,
+            WORKER_TIMEOUT_S,
+            what="the worker retrying the registry",
+            proc=worker,
+        )
+        assert retrying["retry"]["kind"] == "RegistryUnavailable"
+        assert "schema.from_registry" in retrying["retry"]["reason"]
+        assert SECRET not in json.dumps(retrying)
+        state = RegistryState()
+        with ServerThread(build_registry_app(state, username=USER, password=SECRET), port):
+            SchemaRegistryClient(
+                {"url": f"http://127.0.0.1:{port}", "basic.auth.user.info": f"{USER}:{SECRET}"}
+            ).register_schema("orders-secured-value", Schema(AVSC, "AVRO"))
+            assert worker.wait(WORKER_TIMEOUT_S) == 1  # the ClickHouse fault outlasted its retries
+            assert asked_for_fields(state) >= 1  # the fields were fetched once it answered
+    finally:
+        worker.kill()
+    final = status()
+    assert final["state"] == "failed"
+    assert final["error"].startswith("gave up after 4 retries") and "ClickHouse" in final["error"]

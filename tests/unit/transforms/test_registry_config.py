@@ -131,7 +131,10 @@ def test_a_registry_that_does_not_answer_is_transient_not_a_dead_letter() -> Non
     clear_cache()
     url = f"http://127.0.0.1:{free_port()}"
     d = doc({"format": "avro", "schema_registry": {"url": url}}, {"from_registry": {}})
-    assert "did not answer GET /subjects/events-value/versions/latest" in problem(d)
+    with pytest.raises(RegistryUnavailable) as caught:  # not the document's fault: retried
+        parse_resolved(d)
+    assert caught.value.message.startswith("source.schema.from_registry: ")
+    assert "did not answer GET /subjects/events-value/versions/latest" in caught.value.message
     parser = RegistryParser(
         [FieldSpec("id", "id", FieldType.STRING)], "avro", WriterSchemas(RegistryClient(url))
     )
