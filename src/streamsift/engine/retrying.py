@@ -71,7 +71,7 @@ def run_with_retries(
     each retry before its back-off, and None once a retried run commits a micro-batch.
     `max_attempts`: the server's limit, used when the pipeline sets none."""
     limit = retry.max_attempts if retry.max_attempts is not None else max_attempts
-    attempt = 0
+    attempt = unexplained = 0  # consecutive failures; of them, of no known kind
     since: datetime | None = None
     while True:
         runner: PipelineRunner | None = None
@@ -86,16 +86,22 @@ def run_with_retries(
             error = explain_failure(exc)  # e.g. a Python worker Spark reused after it died
         except StreamsiftError as exc:
             error = exc
-        if not isinstance(error, TransientError) or stop.is_set():
+        if not isinstance(error, TransientError):
             raise error
+        if stop.is_set():  # asked to stop anyway: nothing to retry for
+            note = f"stopped; the run had failed with: {error.message}"
+            return RunResult({}, caught_up=False, stopped=True, note=note)
         if runner is not None and runner.stats.batches:  # it got going again: a new episode
-            attempt, since = 0, None
+            attempt, unexplained, since = 0, 0, None
         attempt += 1
         since = since or _now()
-        cap = retry.unexplained_attempts if isinstance(error, UnexplainedFailure) else limit
-        if cap is not None and attempt > cap:
+        cap, count = limit, attempt
+        if isinstance(error, UnexplainedFailure):
+            unexplained += 1
+            cap, count = retry.unexplained_attempts, unexplained
+        if cap is not None and count > cap:
             raise RetriesExhausted(
-                f"gave up after {attempt - 1} retries since {since:%Y-%m-%d %H:%M:%S} UTC: "
+                f"gave up after {count - 1} retries since {since:%Y-%m-%d %H:%M:%S} UTC: "
                 f"{error.message}",
                 error.hint,
             ) from error
@@ -104,14 +110,14 @@ def run_with_retries(
         wait = retry.backoff(attempt)
         log.warning(
             "retry %d%s in %.0fs (%s): %s",
-            attempt,
+            count,
             "" if cap is None else f" of {cap}",
             wait.total_seconds(),
             error.kind.value,
             error.message,
         )
         on_retry(
-            RetryAttempt(error.message, type(error).__name__, attempt, cap, since, _now() + wait)
+            RetryAttempt(error.message, type(error).__name__, count, cap, since, _now() + wait)
         )
         if stop.wait(wait.total_seconds()):
             return RunResult({}, caught_up=False, stopped=True, note="stopped while retrying")
