@@ -1534,7 +1534,7 @@ export interface components {
             retry: components["schemas"]["RetryModel"] | null;
             /**
              * Dlq Pending
-             * @description dead letters pending in the DLQ table (whichever run wrote them), as last counted; null until counted
+             * @description dead letters pending in the DLQ table (whichever run wrote them), as last counted (every 10 s at most, while the pipeline runs); null until counted
              */
             dlq_pending: number | null;
             /**

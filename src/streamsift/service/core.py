@@ -278,7 +278,8 @@ class PipelineService:
         report = self.worker_report(pipeline_id)
         stats = report.get("stats") or {}
         totals = report.get("totals") or stats  # over the pipeline's life (engine/ledger.py)
-        pending, pending_at = self.dlq_pending.get(pipeline_id)
+        running = self.supervisor.is_running(pipeline_id)
+        pending, pending_at = self.dlq_pending.get(pipeline_id, refresh=running)
         counts = {
             k: int(totals.get(k) or 0)
             for k in (

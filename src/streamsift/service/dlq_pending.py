@@ -30,12 +30,14 @@ class PendingCounts:
         self._busy: set[str] = set()
         self._lock = threading.Lock()
 
-    def get(self, pipeline_id: str) -> tuple[int | None, datetime | None]:
+    def get(self, pipeline_id: str, refresh: bool = True) -> tuple[int | None, datetime | None]:
         """The last count and when it was taken (None, None before the first); starts a
-        refresh in the background when it is older than REFRESH_S."""
+        refresh in the background when it is older than REFRESH_S and `refresh` allows (the
+        service refreshes only while the pipeline's worker runs: counting a stopped one's
+        embedded ClickHouse would start its endpoint)."""
         with self._lock:
             known = self._known.get(pipeline_id)
-            stale = known is None or time.monotonic() - known[2] > REFRESH_S
+            stale = refresh and (known is None or time.monotonic() - known[2] > REFRESH_S)
             if stale and pipeline_id not in self._busy:
                 self._busy.add(pipeline_id)
                 threading.Thread(

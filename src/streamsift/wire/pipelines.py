@@ -108,7 +108,7 @@ class PipelineStatusModel(Answer):
     retry: RetryModel | None = Field(description="the retry under way, when it is Retrying")
     dlq_pending: int | None = Field(
         description="dead letters pending in the DLQ table (whichever run wrote them), as last "
-        "counted; null until counted"
+        "counted (every 10 s at most, while the pipeline runs); null until counted"
     )
     dlq_pending_at: datetime | None = Field(description="when dlq_pending was counted")
 
