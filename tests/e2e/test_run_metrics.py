@@ -65,8 +65,13 @@ def test_run_serves_metrics_that_count_the_tables_rows(pipeline, tmp_path) -> No
             interval=0.2,
         )
         url = said.search((tmp_path / "stderr").read_text()).group(1)
+        # the row counters are counted as the sink writes (engine/ledger.py), the run's
+        # histograms once Spark reports the batch: wait for both
         wait_for(
-            lambda: scrape(url).get("streamsift_rows_written_total") == truth.expected_unique,
+            lambda: (
+                (s := scrape(url)).get("streamsift_rows_written_total") == truth.expected_unique
+                and s.get("streamsift_end_to_end_latency_seconds_count") == truth.expected_unique
+            ),
             240,
             what="every row counted",
             proc=proc,
