@@ -1,27 +1,28 @@
-"""Measure `streamsift serve`: time from create to first row, RSS with 0/1/3 pipelines, and the
-status route's latency under concurrent clients. The closing figures of issue 12
-(docs/operations.md, "Service: measured").
+"""Measure `streamsift serve` in both placements of its pipelines (issue 28): the pipeline
+host (`--isolation host`, every pipeline a query of one Spark application) and a process per
+pipeline (`--isolation process`), in one run, side by side.
 
-    .venv/bin/python scripts/measure_service.py [--pipelines 3] [--events 2000] \\
-        [--clients 20] [--requests 50] [--idle 15] [--json out.json]
+    .venv/bin/python scripts/measure_service.py [--counts 0,1,5,10,20] [--process-counts 0,1,5] \
+        [--creates 5] [--events 2000] [--drain-events 200000] [--idle 20] [--json out.json]
 
-What it does, all on this machine: starts the bundled Kafka broker, then `streamsift serve
---port 0` on a fresh data dir (a subprocess, as a user runs it). Each pipeline is the
-example `users-dedup` pipeline (embedded ClickHouse, which the service serves through its
-chdb endpoint) over a topic of its own holding `--events` generated events
-(streamsift.sample_data.generator, 20% re-sends).
+All on this machine: the bundled Kafka broker, then `streamsift serve --port 0 --isolation
+MODE` on a fresh data dir (a subprocess, as a user runs it). A dedup pipeline is the example
+`users-dedup` (embedded ClickHouse, served through the service's chdb endpoint) over a topic
+of its own holding `--events` generated events (streamsift.sample_data.generator, 20%
+re-sends); a join pipeline is the demo's orders ⋈ user profiles.
 
-- create -> first row: from the POST that creates a pipeline to the first row its table
-  holds (polled every 50 ms through the service's ClickHouse endpoint); also create ->
-  Running, and create -> every row.
-- RSS: after `--idle` seconds with 0, 1 and N pipelines running (each idle, caught up): the
-  server process alone, and its whole process tree (server, each pipeline's worker tree:
-  Python, the Spark JVM, PySpark's workers; the ClickHouse endpoint). RSS summed over the
-  tree counts shared pages more than once; PSS (proportional) does not, both are given.
-- status p95: `--clients` concurrent clients (asyncio, one connection each) each sending
-  `--requests` GET /api/v1/pipelines/{id}/status, round-robin over the running pipelines.
+- idle cost: with 0, 1, 5, ... idle dedup pipelines (each caught up), after `--idle` seconds:
+  RSS and PSS summed over the server's whole process tree (server, pipeline host or workers,
+  PySpark's Python workers, the ClickHouse endpoint; RSS counts shared pages more than once,
+  PSS does not) and the tree's CPU over the next `--idle` seconds, as a share of one core.
+- create -> first row: from the POST that creates a pipeline to the first row in its table
+  (polled every 50 ms), for the first `--creates` pipelines (p50 and each), and for one join
+  pipeline. In host mode the host is warm before the first create (`serve` starts it).
+- drain: one pipeline alone drains `--drain-events`; then five pipelines, created at once,
+  drain a fifth each. Events per second from the first create to the last row, summed;
+  and each pipeline's own rate (read per second of micro-batch time).
 
-Nothing is timed in the test suite; run this twice on a quiet machine and compare.
+Nothing is timed in the test suite; run this on a quiet machine and compare.
 It runs in the dev environment of `make setup` (psutil comes with tools/streamsift-bench).
 """
 
@@ -46,7 +47,15 @@ import psutil
 import yaml
 
 from streamsift.embedded.broker import Broker
-from streamsift.sample_data.generator import EventSpec, Truth, generate, produce
+from streamsift.sample_data.generator import (
+    EventSpec,
+    JoinSpec,
+    Truth,
+    generate,
+    generate_join_streams,
+    produce,
+)
+from streamsift.sample_data.join_events import join_pipeline_doc
 from streamsift.sdk import Client
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,11 +63,11 @@ EXAMPLE = REPO / "examples/pipelines/users-dedup.yaml"
 MB = 1024 * 1024
 
 
-def start_serve(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_serve(data_dir: Path, log: Path, isolation: str) -> tuple[subprocess.Popen[bytes], str]:
     with log.open("ab") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamsift.cli.main", "serve", "--port", "0"]
-            + ["--data-dir", str(data_dir)],
+            + ["--data-dir", str(data_dir), "--isolation", isolation, "--no-otlp"],
             stderr=err,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
@@ -78,10 +87,36 @@ def start_serve(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str
     raise SystemExit("serve did not become ready")
 
 
+def tree_of(pid: int) -> list[psutil.Process]:
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+def cpu_seconds(tree: list[psutil.Process]) -> float:
+    total = 0.0
+    for proc in tree:
+        try:
+            times = proc.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        total += times.user + times.system
+    return total
+
+
+def idle_cost(pid: int, seconds: float) -> dict[str, float]:
+    """The tree's memory now, and its CPU over the next `seconds` (share of one core)."""
+    figures = memory(pid)
+    tree = tree_of(pid)
+    before = cpu_seconds(tree)
+    time.sleep(seconds)
+    figures["idle_cpu_share_of_core"] = round((cpu_seconds(tree) - before) / seconds, 4)
+    return figures
+
+
 def memory(pid: int) -> dict[str, float]:
     """RSS of the process alone, and RSS and PSS summed over its whole tree (MB)."""
     root = psutil.Process(pid)
-    tree = [root, *root.children(recursive=True)]
+    tree = tree_of(pid)
     rss = pss = 0
     for proc in tree:
         try:
@@ -125,13 +160,50 @@ def table_rows(port: int, table: str) -> int:
         client.close()
 
 
+def join_doc(name: str, broker: Broker, ch_path: Path, data_dir: Path) -> dict[str, Any]:
+    doc = join_pipeline_doc(
+        broker.bootstrap_servers, data_dir, "inner", clickhouse={"path": str(ch_path)}, name=name
+    )
+    for source, topic in zip(doc["sources"], (f"{name}-orders", f"{name}-users"), strict=True):
+        source["topic"] = topic
+    doc["sink"]["table"] = name.replace("-", "_")
+    del doc["runtime"]["checkpoint_dir"]  # the service's own place
+    return doc
+
+
+def produce_join(broker: Broker, name: str, orders: int) -> None:
+    streams = generate_join_streams(JoinSpec(orders=orders, users=max(1, orders // 10), seed=3))
+    for topic, events, key in (
+        (f"{name}-orders", streams.orders, "order_id"),
+        (f"{name}-users", streams.users, "event_id"),
+    ):
+        broker.create_topic(topic, 2)
+        produce(broker.bootstrap_servers, topic, events, key_field=key)
+
+
+def dedup_topic(broker: Broker, name: str, events: int, seed: int) -> int:
+    """A topic of generated events; how many rows a correct dedup keeps."""
+    broker.create_topic(name, 3)
+    truth = Truth()
+    spec = EventSpec(events, 0.2, max(1, min(10_000, events // 10)), seed=seed)
+    produce(broker.bootstrap_servers, name, generate(spec, truth))
+    return truth.expected_unique
+
+
 def create_and_time(
-    sdk: Client, doc: dict[str, Any], data_dir: Path, expected: int
+    sdk: Client, doc: dict[str, Any], data_dir: Path, expected: int | None
 ) -> dict[str, float]:
-    """Create the pipeline; seconds to Running, to its first row, and to all its rows."""
-    name, table = doc["name"], doc["sink"]["table"]
+    """Create the pipeline; seconds to Running, to its first row, and to all its rows (to the
+    first row only when `expected` is None)."""
     started = time.monotonic()
     sdk.create(doc)
+    return wait_rows(sdk, doc, data_dir, expected, started)
+
+
+def wait_rows(
+    sdk: Client, doc: dict[str, Any], data_dir: Path, expected: int | None, started: float
+) -> dict[str, float]:
+    name, table = doc["name"], doc["sink"]["table"]
     running = first = None
     while True:
         now = time.monotonic() - started
@@ -143,7 +215,9 @@ def create_and_time(
         count = table_rows(port, table) if port else 0
         if first is None and count > 0:
             first = now
-        if count >= expected and running is not None:
+            if expected is None:
+                return {"to_first_row_s": round(first, 2)}
+        if expected is not None and count >= expected and running is not None:
             if count != expected:
                 raise SystemExit(f"{name}: {count} rows, expected {expected}")
             return {
@@ -177,59 +251,91 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pipelines", type=int, default=3, help="pipelines at the end (>= 1)")
-    parser.add_argument("--events", type=int, default=2000, help="events per pipeline's topic")
-    parser.add_argument("--clients", type=int, default=20, help="concurrent status clients")
-    parser.add_argument("--requests", type=int, default=50, help="status requests per client")
-    parser.add_argument("--idle", type=float, default=15.0, help="seconds idle before RSS")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    args = parser.parse_args()
-
-    results: dict[str, Any] = {
-        "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "load_average_at_start": os.getloadavg(),
-        "cpus": os.cpu_count(),
-        "args": {k: str(v) for k, v in vars(args).items()},
+def drain(
+    sdk: Client, broker: Broker, data_dir: Path, ch_path: Path, events: int, count: int
+) -> dict[str, Any]:
+    """`count` dedup pipelines created at once, `events` in all: events per second from the
+    first create to the last row, and each pipeline's own rate."""
+    docs, expected = [], []
+    for i in range(count):
+        name = f"drain{count}-{i}"
+        expected.append(dedup_topic(broker, name, events // count, seed=100 + i))
+        docs.append(pipeline_doc(name, broker, ch_path))
+    started = time.monotonic()
+    for doc in docs:
+        sdk.create(doc)
+    done = [
+        wait_rows(sdk, doc, data_dir, n, started) for doc, n in zip(docs, expected, strict=True)
+    ]
+    wall = max(d["to_all_rows_s"] for d in done)
+    rates = [sdk.status(doc["name"]).rows_per_second for doc in docs]
+    for doc in docs:
+        sdk.terminate(doc["name"])
+        sdk.delete(doc["name"])
+    return {
+        "pipelines": count,
+        "events": events,
+        "wall_s": wall,
+        "events_per_s": round(events / wall, 1),
+        "per_pipeline_processing_rate": rates,
     }
-    with tempfile.TemporaryDirectory(prefix="measure-service-") as tmp_text:
+
+
+def measure(isolation: str, counts: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure of one placement (see the module docstring)."""
+    results: dict[str, Any] = {"isolation": isolation}
+    with tempfile.TemporaryDirectory(prefix=f"measure-{isolation}-") as tmp_text:
         tmp = Path(tmp_text)
         data_dir, ch_path = tmp / "data", tmp / "clickhouse"
         with Broker(log_path=tmp / "tansu.log") as broker:
-            serve, url = start_serve(data_dir, tmp / "serve.log")
+            serve, url = start_serve(data_dir, tmp / "serve.log", isolation)
             sdk = Client(url, timeout=120)
             names: list[str] = []
             try:
+                if isolation == "host":  # warm before the first create
+                    deadline = time.monotonic() + 240
+                    while not (data_dir / "host" / "host.json").exists():
+                        if time.monotonic() > deadline:
+                            raise SystemExit("the pipeline host did not start")
+                        time.sleep(0.2)
                 time.sleep(args.idle)
-                results["rss_0"] = memory(serve.pid)
-                results["pipelines"] = {}
-                for i in range(args.pipelines):
-                    name = f"measure-{i}"
-                    broker.create_topic(name, 3)
-                    truth = Truth()
-                    spec = EventSpec(args.events, 0.2, max(1, args.events // 10), seed=i)
-                    produce(broker.bootstrap_servers, name, generate(spec, truth))
-                    doc = pipeline_doc(name, broker, ch_path)
-                    results["pipelines"][name] = create_and_time(
-                        sdk, doc, data_dir, truth.expected_unique
-                    )
-                    names.append(name)
-                    print(name, results["pipelines"][name], file=sys.stderr)
-                    if i == 0:
-                        time.sleep(args.idle)
-                        results["rss_1"] = memory(serve.pid)
-                time.sleep(args.idle)
-                results[f"rss_{args.pipelines}"] = memory(serve.pid)
+                results["idle"] = {}
+                results["creates"] = {}
+                for target in counts:
+                    while len(names) < target:
+                        name = f"measure-{len(names)}"
+                        expected = dedup_topic(broker, name, args.events, seed=len(names))
+                        doc = pipeline_doc(name, broker, ch_path)
+                        timing = create_and_time(sdk, doc, data_dir, expected)
+                        if len(names) < args.creates:
+                            results["creates"][name] = timing
+                        names.append(name)
+                        print(isolation, name, timing, file=sys.stderr, flush=True)
+                    time.sleep(args.idle)
+                    results["idle"][str(target)] = idle_cost(serve.pid, args.idle)
+                    print(isolation, target, results["idle"][str(target)], file=sys.stderr)
+                firsts = [t["to_first_row_s"] for t in results["creates"].values()]
+                if firsts:
+                    results["create_to_first_row_p50_s"] = statistics.median(firsts)
                 latencies = asyncio.run(status_latencies(url, names, args.clients, args.requests))
-                results["status_route"] = {
-                    "requests": len(latencies),
-                    "clients": args.clients,
-                    "p50_ms": round(statistics.median(latencies) * 1000, 1),
-                    "p95_ms": round(percentile(latencies, 0.95) * 1000, 1),
-                    "p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
-                    "max_ms": round(max(latencies) * 1000, 1),
-                }
+                results["status_route_p95_ms"] = round(percentile(latencies, 0.95) * 1000, 1)
+                for name in names:
+                    sdk.terminate(name)
+                    sdk.delete(name)
+                names = []
+                produce_join(broker, "join0", args.join_events)
+                join = join_doc("join0", broker, ch_path, data_dir)
+                results["join_create_to_first_row_s"] = create_and_time(sdk, join, data_dir, None)[
+                    "to_first_row_s"
+                ]
+                sdk.terminate("join0")
+                sdk.delete("join0")
+                if args.drain_events:
+                    results["drain_1"] = drain(sdk, broker, data_dir, ch_path, args.drain_events, 1)
+                    results["drain_5"] = drain(sdk, broker, data_dir, ch_path, args.drain_events, 5)
+                    results["drain_5_over_1"] = round(
+                        results["drain_5"]["events_per_s"] / results["drain_1"]["events_per_s"], 3
+                    )
             finally:
                 for name in names:
                     try:
@@ -238,15 +344,44 @@ def main() -> int:
                         print(f"terminate {name}: {exc}", file=sys.stderr)
                 sdk.close()
                 serve.send_signal(signal.SIGTERM)
-                serve.wait(60)
+                serve.wait(120)
                 for record in (data_dir / "endpoints").glob("*.json"):  # the endpoint too
                     pid = int(json.loads(record.read_text())["pid"])
                     if psutil.pid_exists(pid):
                         os.kill(pid, signal.SIGTERM)
-    text = json.dumps(results, indent=1)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--counts", default="0,1,5,10,20", help="idle pipelines, host mode")
+    parser.add_argument("--process-counts", default="0,1,5", help="idle pipelines, process mode")
+    parser.add_argument("--creates", type=int, default=5, help="creates timed for the p50")
+    parser.add_argument("--events", type=int, default=2000, help="events per idle pipeline")
+    parser.add_argument("--join-events", type=int, default=2000, help="orders of the join")
+    parser.add_argument("--drain-events", type=int, default=200_000, help="0: no drain")
+    parser.add_argument("--clients", type=int, default=20, help="concurrent status clients")
+    parser.add_argument("--requests", type=int, default=20, help="status requests per client")
+    parser.add_argument("--idle", type=float, default=20.0, help="seconds idle, then measured")
+    parser.add_argument("--modes", default="host,process", help="placements, in this order")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+
+    def numbers(text: str) -> list[int]:
+        return [int(x) for x in text.split(",") if x.strip()]
+
+    results: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "load_average_at_start": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "args": {k: str(v) for k, v in vars(args).items()},
+    }
+    for mode in args.modes.split(","):
+        counts = numbers(args.counts if mode == "host" else args.process_counts)
+        results[mode] = measure(mode, counts, args)
+        if args.json:  # what is measured so far survives a later failure
+            args.json.write_text(json.dumps(results, indent=1) + "\n")
+    print(json.dumps(results, indent=1))
     return 0
 
 

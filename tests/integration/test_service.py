@@ -264,7 +264,10 @@ def test_after_the_server_is_killed_pipelines_are_adopted_or_restarted_exactly(
             START_TIMEOUT_S,
             what="200 rows",
         )
-        assert third.database.worker_pid(name) not in (None, worker_pid)
+        # (a pipeline in the host: its pid is recorded once the new host took it)
+        wait_for(
+            lambda: third.database.worker_pid(name) not in (None, worker_pid), 30, what="a pid"
+        )
         assert third.get(name).state is State.RUNNING
         notes = [c.note or "" for c in third.history(name)]
         assert any("restarted" in n for n in notes)

@@ -68,6 +68,8 @@ def _started_service(settings: ServiceSettings) -> PipelineService:
         otlp=_otlp_receiver(settings),
         policy=settings.document_policy(),
         retry_attempts=settings.retry_attempts,
+        warm_host=settings.warm_host,
+        isolation=settings.isolation,
     )
     service.start()
     return service

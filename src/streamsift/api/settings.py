@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from streamsift.config.alerts import Alerts
 from streamsift.config.loader import MAX_DOCUMENT_BYTES
+from streamsift.config.models import Isolation
 from streamsift.service.document_policy import DocumentPolicy
 
 
@@ -49,6 +50,11 @@ class ServiceSettings(BaseModel):
     # Retries of a transient fault before a pipeline that sets none (`runtime.retry`) fails
     # (`--retry-attempts`); None: keep retrying, with capped back-off.
     retry_attempts: int | None = Field(default=None, ge=0)
+    # Where pipelines run: the pipeline host (each as a query of one shared Spark application)
+    # unless they ask for a process of their own; PROCESS: every one in its own (`--isolation`).
+    isolation: Isolation = Isolation.HOST
+    # Start the pipeline host with the server, so that the first create finds it warm.
+    warm_host: bool = False
     # How often each pipeline's figures are sampled for the UI's charts (kept 24 h).
     history_interval_s: float = Field(default=10.0, ge=0.2)
 

@@ -124,6 +124,15 @@ def register(subparsers: Any) -> None:
         "runtime.retry.max_attempts (default: keep retrying, with capped back-off)",
     )
     p.add_argument(
+        "--isolation",
+        choices=("host", "process"),
+        default="host",
+        help="where pipelines run: host (default) runs each as a query of one shared Spark "
+        "application, the pipeline host, started with the server; a pipeline may still ask "
+        "for a process of its own (runtime.isolation: process). process: every pipeline in a "
+        "worker process of its own, as before",
+    )
+    p.add_argument(
         "--alerts",
         type=Path,
         default=None,
@@ -152,6 +161,7 @@ def register(subparsers: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from streamsift.api.app import create_app
     from streamsift.api.settings import ServiceSettings
+    from streamsift.config.models import Isolation
 
     if not 0 <= args.port <= 65535:
         return fail(f"--port must be 0..65535, not {args.port}", code=2)
@@ -213,6 +223,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         alerts=alerts,
         alerts_interval_s=args.alerts_interval,
         retry_attempts=args.retry_attempts,
+        isolation=Isolation(args.isolation),
+        warm_host=args.isolation == "host",
     )
     try:
         sock = socket.create_server((settings.host, settings.port))

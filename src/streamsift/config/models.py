@@ -101,6 +101,17 @@ class StateStore(str, Enum):
     MEMORY = "memory"  # on the JVM heap: faster, for short join windows
 
 
+class Isolation(str, Enum):
+    """Where the service runs the pipeline (`streamsift run` always runs it in its own
+    process): in the service's pipeline host, one Spark application shared with other
+    pipelines as a query of its own, or in a process of its own (heavy or untrusted
+    pipelines; also, by itself, a pipeline on a cluster master or with Spark settings that
+    only a new application can take)."""
+
+    HOST = "host"
+    PROCESS = "process"
+
+
 class Runtime(ConfigModel):
     """Where the pipeline keeps its checkpoint, how big its micro-batches may get, where the
     join's state lives (fixed when the checkpoint is created), which Spark runs it (`master`,
@@ -118,6 +129,9 @@ class Runtime(ConfigModel):
     # a stop waits this long for the micro-batch in flight, then ends the run without it
     # (the batch is redone from the checkpoint on resume)
     stop_timeout: Duration = DEFAULT_STOP_TIMEOUT
+    isolation: Isolation = Isolation.HOST
+    # its share of the host's cores against the other pipelines there (a FAIR scheduler pool)
+    weight: int = Field(default=1, ge=1, le=1000)
 
     @field_validator("master")
     @classmethod

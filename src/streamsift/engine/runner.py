@@ -92,7 +92,9 @@ class PipelineRunner:
     `driver_inserts`: insert from the driver even into a ClickHouse server (as embedded
     ClickHouse always does) instead of from the executors (engine/write_strategies.py).
     `last_progress` holds Spark's latest progress report (a dict), for a status that shows
-    more than `stats`.
+    more than `stats`. `session`: where the query runs, when not in this process's own
+    SparkSession (the service's pipeline host hands each pipeline a session of its own in
+    one shared application), and `scheduler_pool` the FAIR scheduler pool its jobs run in.
     """
 
     def __init__(
@@ -104,6 +106,8 @@ class PipelineRunner:
         stop: StopFlag | None = None,
         driver_inserts: bool = False,
         master: str | None = None,
+        session: Callable[[], Any] | None = None,
+        scheduler_pool: str | None = None,
     ) -> None:
         require_fields(pipeline)
         self.pipeline = pipeline
@@ -123,6 +127,9 @@ class PipelineRunner:
         self.checkpoint = Path(pipeline.checkpoint_dir(self.base_dir)).resolve()
         self.state_url = state_location(pipeline, self.master, self.checkpoint)
         self._stop = stop or StopFlag()
+        self._aborting = False  # `abort()`: stop without waiting for the micro-batch in flight
+        self._session = session
+        self.scheduler_pool = scheduler_pool
         self._retrying: RetryStatus | None = None  # the driver's sink action being retried
         self.writer = ClickHouseWriter(
             pipeline.sink.clickhouse,
@@ -181,6 +188,8 @@ class PipelineRunner:
         prepare_tables(self.pipeline, self.writer, self.drift)
 
     def _build_query(self, spark: Any, until_caught_up: bool) -> Any:
+        if self.scheduler_pool is not None:  # read by the query's thread, started from this one
+            spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.scheduler_pool)
         # set for every query: one session may run pipelines with different choices
         spark.conf.set(STATE_STORE_CONF, STATE_STORE_PROVIDERS[self.pipeline.runtime.state_store])
         for key, value in query_conf(self.pipeline).items():
@@ -228,11 +237,14 @@ class PipelineRunner:
         self.checkpoint.mkdir(parents=True, exist_ok=True)
         # the JVM starts (seconds) while the sink is checked and prepared
         session = in_background(
-            lambda: spark_session(
-                f"streamsift-{self.pipeline.name}",
-                master=self.master,
-                verbose=self.verbose,
-                spark_conf=self.pipeline.runtime.spark_conf,
+            self._session
+            or (
+                lambda: spark_session(
+                    f"streamsift-{self.pipeline.name}",
+                    master=self.master,
+                    verbose=self.verbose,
+                    spark_conf=self.pipeline.runtime.spark_conf,
+                )
             ),
             "spark-session-start",
         )
@@ -267,7 +279,13 @@ class PipelineRunner:
                 query.stop()
             raise
         if self._stop.is_set() and (abandoned or was_interrupted(error)):
-            why = "while the sink was retrying" if self._retrying else "at runtime.stop_timeout"
+            why = (
+                "by terminate"
+                if self._aborting
+                else "while the sink was retrying"
+                if self._retrying
+                else "at runtime.stop_timeout"
+            )
             return self._stopped(
                 f"stopped {why}: the micro-batch in flight was not committed; the next run "
                 "redoes it from the checkpoint"
@@ -317,6 +335,12 @@ class PipelineRunner:
         from one interrupting this run's start-up, it raises StopRequested there)."""
         self._stop.set()
 
+    def abort(self) -> None:
+        """End the run at once: the micro-batch in flight is given up uncommitted (the next
+        run redoes it, exactly once). The service's terminate, for a pipeline in its host."""
+        self._aborting = True
+        self._stop.set()
+
     def _stop_gracefully(self, query: Any) -> bool:
         """Let the batch in flight finish, then stop; stop at once while the sink retries, and
         after `runtime.stop_timeout` in any case (the batch's rows are not committed, so a
@@ -325,7 +349,7 @@ class PipelineRunner:
         deadline = time.monotonic() + timeout_s
         abandoned = False
         while query.isActive and query.status.get("isTriggerActive"):
-            if self.stats.status is not None or time.monotonic() > deadline:
+            if self._aborting or self.stats.status is not None or time.monotonic() > deadline:
                 abandoned = True
                 break
             time.sleep(0.1)

@@ -31,7 +31,7 @@ from confluent_kafka import KafkaException
 
 from streamsift.config import ConfigError, parse_pipeline
 from streamsift.config.loader import is_glassflow
-from streamsift.config.models import Pipeline
+from streamsift.config.models import Isolation, Pipeline
 from streamsift.engine.dead_letters import DeadLetters, open_dead_letters
 from streamsift.engine.registry_fields import glassflow_with_registry_fields, parse_resolved
 from streamsift.errors import ConflictError, StreamsiftError
@@ -40,6 +40,7 @@ from streamsift.service.dlq_pending import PendingCounts
 from streamsift.service.document_policy import DocumentPolicy
 from streamsift.service.edits import keep_masked_secrets, state_changes
 from streamsift.service.endpoints import EmbeddedEndpoints, served_document
+from streamsift.service.host_link import host_memory, placement
 from streamsift.service.lifecycle import (
     DesiredState,
     State,
@@ -48,6 +49,7 @@ from streamsift.service.lifecycle import (
     check_transition,
 )
 from streamsift.service.otlp_receiver import OtlpReceiver, ServiceOtlp, otlp_source
+from streamsift.service.pipeline_host import LOG_FILE as HOST_LOG_FILE
 from streamsift.service.pipeline_process import EXIT_FAILED
 from streamsift.service.relaunch import Relaunches
 from streamsift.service.reset import ServicePlaces, reset_checkpoint
@@ -112,8 +114,15 @@ class PipelineService:
         otlp: OtlpReceiver | None = None,
         policy: DocumentPolicy | None = None,
         retry_attempts: int | None = None,
+        warm_host: bool = False,
+        isolation: Isolation = Isolation.HOST,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
+        # `warm_host`: start the pipeline host with the service (`serve` does), not with the
+        # first pipeline placed there; `isolation` PROCESS puts every pipeline in a process of
+        # its own (`serve --isolation process`)
+        self.warm_host = warm_host
+        self.isolation = isolation
         self.driver_inserts = driver_inserts
         # retries of a transient fault before a pipeline that sets none fails (None: no limit)
         self.retry_attempts = retry_attempts
@@ -143,6 +152,8 @@ class PipelineService:
                     self._route_otlp(record.id, doc, pipeline)
                 except (StreamsiftError, KafkaException) as exc:
                     log.warning("pipeline %s: no OTLP route: %s", record.id, exc)
+        if self.warm_host and self.isolation is Isolation.HOST:
+            self.supervisor.warm_host(host_memory(len(self.database.list())))
         self.supervisor.start()
 
     def close(self, stop_all: bool = False) -> None:
@@ -375,8 +386,17 @@ class PipelineService:
                     pipeline_id, State.FAILED, error=f"the OTLP receiver cannot route it: {exc}"
                 )
                 return stored, pipeline
+        where, why = placement(pipeline)
+        if self.isolation is Isolation.PROCESS:
+            where, why = Isolation.PROCESS, "serve --isolation process"
+        log.info("pipeline %s: runs in %s (%s)", pipeline_id, where.value, why)
         pid = self.supervisor.launch(
-            pipeline_id, doc, embedded and self.driver_inserts, self.retry_attempts
+            pipeline_id,
+            doc,
+            embedded and self.driver_inserts,
+            self.retry_attempts,
+            hosted=pipeline if where is Isolation.HOST else None,
+            host_memory=host_memory(len(self.database.list())),
         )
         self.database.set_worker_pid(pipeline_id, pid)
         return stored, pipeline
@@ -432,6 +452,9 @@ class PipelineService:
     def _on_state(self, pipeline_id: str, worker_state: str, report: dict[str, Any]) -> None:
         """A worker reports running (again), or a retry of a transient fault."""
         with self._lock:
+            pid = report.get("pid")  # a hosted run's is known once the host took it
+            if isinstance(pid, int) and self.database.worker_pid(pipeline_id) != pid:
+                self.database.set_worker_pid(pipeline_id, pid)
             state = self.database.get(pipeline_id).state
             if worker_state == "running" and state in (
                 State.CREATED,
@@ -463,7 +486,11 @@ class PipelineService:
             record = self.database.get(pipeline_id)
             state = record.state
             self.database.set_worker_pid(pipeline_id, None)
-            log_path = self.supervisor.directory(pipeline_id) / LOG_FILE
+            log_path = (
+                self.supervisor.host.directory / HOST_LOG_FILE
+                if report.get("isolation") == "host"
+                else self.supervisor.directory(pipeline_id) / LOG_FILE
+            )
             error = report.get("error") or _ended(code, log_path)
             if state is State.STOPPING and code != EXIT_FAILED:
                 self.relaunches.settled(pipeline_id)

@@ -77,3 +77,12 @@ class AlertNotSent(TransientError):
 
 class AlertRefused(PermanentError):
     """A channel refused an alert for good (a 4xx, an SMTP address refused): not retried."""
+
+
+# ------------------------------------------------------------------ the pipeline host
+
+
+class HostUnavailable(TransientError):
+    """The pipeline host (service/pipeline_host.py) did not start, or did not answer."""
+
+    default_hint = "the service starts a new host; its log is <data_dir>/host/host.log"

@@ -1,10 +1,14 @@
-"""Worker processes of the service: starting, watching, stopping, terminating, adopting.
+"""The service's pipeline runs: starting, watching, stopping, terminating, adopting.
 
-Each pipeline runs in its own worker process (service/pipeline_process.py) in a session of its own, so
-that a server killed with kill -9 leaves it running, and so that terminating it can kill its
-whole tree (the Spark JVM, PySpark's daemons) at once. A thread polls the workers about twice
-a second: their exit codes, and their `status.json` (the only way to learn how a worker that a
-previous server started ended: it is not our child). What it sees goes to two callbacks: every
+A pipeline runs either as a query in the data dir's pipeline host (service/pipeline_host.py,
+reached through service/host_link.py; the default) or in a worker process of its own
+(service/pipeline_process.py, `runtime.isolation: process`). Both live in sessions of their
+own, so that a server killed with kill -9 leaves them running; terminating a worker kills its
+whole tree (the Spark JVM, PySpark's daemons) at once, terminating a hosted run ends its
+query at once. A thread polls the runs about twice
+a second: their `status.json` (whose last version holds the run's exit code; the only way
+to learn how a run that a previous server started ended: it is not our child) and whether
+the process they run in is alive. What it sees goes to two callbacks: every
 change of a worker's reported state (running, retrying, ...) and its end; the pipelines' states
 themselves are the service's business.
 """
@@ -19,12 +23,16 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streamsift.service.pipeline_process import STATUS_FILE
+from streamsift.config.models import Pipeline
+from streamsift.service.errors import HostUnavailable
+from streamsift.service.host_link import HostLink
+from streamsift.service.pipeline_run import EXIT_RESTART, STATUS_FILE, read_status
 from streamsift.spark_host.processes import command_line, kill_pid_tree, kill_tree
 
 WORKER_MODULE = "streamsift.service.pipeline_process"
@@ -39,23 +47,38 @@ log = logging.getLogger("streamsift.service")
 
 @dataclass
 class Worker:
-    """A worker process: our child (`proc`) or one adopted from a previous server."""
+    """A pipeline's run: a worker process, our child (`proc`) or one adopted from a previous
+    server, or a run in the pipeline host (`host`, whose pid is `pid` once it started)."""
 
     pipeline_id: str
     directory: Path
     pid: int
     proc: subprocess.Popen[bytes] | None = None
+    host: HostLink | None = None
+    starting: bool = False  # a hosted run being handed to the host
     reported_state: str | None = None  # the state last passed to `on_state`
     reported_attempt: int | None = None  # and the retry attempt it reported with it
 
     def exit_code(self) -> int | None:
         """None while it runs; then its exit code (for an adopted one, from its status)."""
+        if self.host is not None:
+            return self._hosted_exit_code(self.host)
         if self.proc is not None:
             return self.proc.poll()
         if is_worker(self.pid, self.directory):
             return None
-        state = (read_status(self.directory) or {}).get("state")
-        return _EXIT_OF_FINAL_STATE.get(state, ENDED_WITHOUT_STATUS)
+        status = read_status(self.directory) or {}
+        if status.get("exit_code") is not None:
+            return int(status["exit_code"])
+        return _EXIT_OF_FINAL_STATE.get(status.get("state"), ENDED_WITHOUT_STATUS)
+
+    def _hosted_exit_code(self, host: HostLink) -> int | None:
+        if self.starting:
+            return None
+        status = read_status(self.directory) or {}
+        if status.get("exit_code") is not None:
+            return int(status["exit_code"])
+        return None if host.alive(self.pid) else ENDED_WITHOUT_STATUS
 
 
 def is_worker(pid: int, directory: Path) -> bool:
@@ -70,13 +93,6 @@ def find_worker(directory: Path) -> int | None:
         if is_worker(int(entry.name), directory):
             return int(entry.name)
     return None
-
-
-def read_status(directory: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((directory / STATUS_FILE).read_text())
-    except (OSError, ValueError):
-        return None
 
 
 class Supervisor:
@@ -94,6 +110,7 @@ class Supervisor:
         on_exit: Callable[[str, int, dict[str, Any]], None],
     ) -> None:
         self.pipelines_dir = Path(data_dir).resolve() / "pipelines"
+        self.host = HostLink(data_dir)
         self._on_state = on_state
         self._on_exit = on_exit
         self._workers: dict[str, Worker] = {}
@@ -108,10 +125,13 @@ class Supervisor:
         self._thread.start()
 
     def close(self) -> None:
-        """Stop watching; the workers keep running (a next server adopts them)."""
+        """Stop watching; the workers keep running (a next server adopts them), and so does
+        the pipeline host while it runs pipelines (an idle one is shut down)."""
         self._done.set()
         if self._thread.is_alive():
             self._thread.join(10)
+        if self.host.pid is not None and not self.host.running():
+            self.host.shutdown()
 
     # ------------------------------------------------------------------ workers
 
@@ -121,12 +141,20 @@ class Supervisor:
         document: dict[str, Any],
         driver_inserts: bool,
         retry_attempts: int | None = None,
-    ) -> int:
-        """Start a worker for the pipeline, handing it `document` (secrets in clear) on its
-        stdin; returns its pid. `retry_attempts`: the server's retry limit (None: none)."""
+        hosted: Pipeline | None = None,
+        host_memory: str | None = None,
+    ) -> int | None:
+        """Start the pipeline's run, handing it `document` (secrets in clear, in memory
+        only): in the pipeline host when `hosted` (the document's model) is given, else in a
+        worker process of its own. Returns the pid it runs in (None while a hosted run is
+        still being handed to the host). `retry_attempts`: the server's retry limit."""
         directory = self.directory(pipeline_id)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / STATUS_FILE).unlink(missing_ok=True)  # the last run's says nothing now
+        if hosted is not None:
+            return self._launch_hosted(
+                pipeline_id, document, driver_inserts, retry_attempts, hosted, host_memory
+            )
         command = [sys.executable, "-m", WORKER_MODULE, "--dir", str(directory)]
         if driver_inserts:
             command.append("--driver-inserts")
@@ -149,6 +177,64 @@ class Supervisor:
         log.info("pipeline %s: worker started (pid %d)", pipeline_id, proc.pid)
         return proc.pid
 
+    def _launch_hosted(
+        self,
+        pipeline_id: str,
+        document: dict[str, Any],
+        driver_inserts: bool,
+        retry_attempts: int | None,
+        pipeline: Pipeline,
+        host_memory: str | None,
+    ) -> int | None:
+        """Hand the run to the host on a thread of its own (a host that must start first
+        takes seconds); a host that fails to take it ends the run as one to start again."""
+        directory = self.directory(pipeline_id)
+        worker = Worker(pipeline_id, directory, self.host.pid or 0, host=self.host, starting=True)
+        with self._lock:
+            self._workers[pipeline_id] = worker
+
+        def hand_over() -> None:
+            try:
+                worker.pid = self.host.start_pipeline(
+                    pipeline_id,
+                    directory,
+                    document,
+                    pipeline,
+                    driver_inserts,
+                    retry_attempts,
+                    host_memory,
+                )
+                log.info(
+                    "pipeline %s: running in the pipeline host (pid %d)", pipeline_id, worker.pid
+                )
+            except HostUnavailable as exc:
+                log.warning("pipeline %s: %s", pipeline_id, exc.message)
+                _write_status(
+                    directory,
+                    {
+                        "state": "retrying",
+                        "error": exc.message,
+                        "hint": exc.hint,
+                        "exit_code": EXIT_RESTART,
+                    },
+                )
+            finally:
+                worker.starting = False
+
+        threading.Thread(target=hand_over, name=f"host-start-{pipeline_id}", daemon=True).start()
+        return worker.pid or None
+
+    def warm_host(self, memory: str | None = None) -> None:
+        """Start the pipeline host now, in the background, so the first create finds it warm."""
+
+        def warm() -> None:
+            try:
+                self.host.ensure(memory)
+            except HostUnavailable as exc:
+                log.warning("%s (%s)", exc.message, exc.hint)
+
+        threading.Thread(target=warm, name="host-warm", daemon=True).start()
+
     def adopt(self, pipeline_id: str, pid: int | None) -> bool:
         """Watch a worker a previous server started, if it still runs; False if it does not.
 
@@ -156,6 +242,9 @@ class Supervisor:
         pid the previous server had no time to record): never two workers on one checkpoint.
         """
         directory = self.directory(pipeline_id)
+        status = read_status(directory) or {}
+        if status.get("isolation") == "host":
+            return self._adopt_hosted(pipeline_id, directory, status)
         if pid is None or not is_worker(pid, directory):
             pid = find_worker(directory)
         if pid is None:
@@ -164,6 +253,17 @@ class Supervisor:
             # server died before it could record it)
             self._workers[pipeline_id] = Worker(pipeline_id, directory, pid, None)
         log.info("pipeline %s: adopted its running worker (pid %d)", pipeline_id, pid)
+        return True
+
+    def _adopt_hosted(self, pipeline_id: str, directory: Path, status: dict[str, Any]) -> bool:
+        """A run in the host a previous server started, if it is still alive there."""
+        if status.get("exit_code") is not None or pipeline_id not in self.host.running():
+            return False
+        with self._lock:
+            self._workers[pipeline_id] = Worker(
+                pipeline_id, directory, int(status["pid"]), host=self.host
+            )
+        log.info("pipeline %s: adopted its run in the pipeline host", pipeline_id)
         return True
 
     def is_running(self, pipeline_id: str) -> bool:
@@ -178,15 +278,25 @@ class Supervisor:
         """Ask the worker to stop after its micro-batch in flight (SIGTERM)."""
         with self._lock:
             worker = self._workers.get(pipeline_id)
-        if worker is not None:
+        if worker is not None and worker.host is not None:
+            worker.host.stop(pipeline_id)
+        elif worker is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(worker.pid, signal.SIGTERM)
 
     def terminate(self, pipeline_id: str) -> None:
-        """Kill the worker's whole session at once (SIGKILL); returns when it is gone."""
+        """Kill the worker's whole session at once (SIGKILL), or end a hosted run's query at
+        once; returns when it is gone."""
         with self._lock:
             worker = self._workers.pop(pipeline_id, None)
         if worker is None:
+            return
+        if worker.host is not None:
+            while worker.starting:
+                time.sleep(0.1)
+            if not worker.host.abort(pipeline_id):
+                log.warning("pipeline %s: its query had not ended 30s after terminate", pipeline_id)
+            log.info("pipeline %s: its run in the pipeline host was terminated", pipeline_id)
             return
         if worker.proc is not None:
             kill_tree(worker.proc)
@@ -235,3 +345,10 @@ class Supervisor:
             callback(*args)
         except Exception:  # one pipeline's bookkeeping must not stop the watch of the others
             log.exception("pipeline %s: handling its worker's report failed", args[0])
+
+
+def _write_status(directory: Path, status: dict[str, Any]) -> None:
+    """A status written on a run's behalf (one that never reached its host)."""
+    tmp = directory / f".{STATUS_FILE}.tmp"
+    tmp.write_text(json.dumps(status))
+    os.replace(tmp, directory / STATUS_FILE)
