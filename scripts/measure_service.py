@@ -286,7 +286,8 @@ def measure(isolation: str, counts: list[int], args: argparse.Namespace) -> dict
     results: dict[str, Any] = {"isolation": isolation}
     with tempfile.TemporaryDirectory(prefix=f"measure-{isolation}-") as tmp_text:
         tmp = Path(tmp_text)
-        data_dir, ch_path = tmp / "data", tmp / "clickhouse"
+        data_dir = tmp / "data"
+        ch_path = data_dir / "clickhouse"
         with Broker(log_path=tmp / "tansu.log") as broker:
             serve, url = start_serve(data_dir, tmp / "serve.log", isolation)
             sdk = Client(url, timeout=120)

@@ -50,6 +50,7 @@ from streamsift.engine.query_failures import explain_failure, was_interrupted
 from streamsift.engine.registry_fields import require_fields
 from streamsift.engine.signals import StopFlag, StopRequested
 from streamsift.engine.sink_tables import prepare_tables
+from streamsift.engine.state_size import StateSize
 from streamsift.engine.write_strategies import (
     BatchToWrite,
     DriverInserts,
@@ -153,6 +154,10 @@ class PipelineRunner:
         # serialized chunks; engine/arrow_passthrough.py), else None (the row path).
         self.arrow_schema: pa.Schema | None = None
         self._progress = ProgressFeed()
+        self.state_size = StateSize(self.checkpoint)
+        # seconds from the run's start to each step of its start-up (where a start's time goes)
+        self.startup: dict[str, float] = {}
+        self._began = time.monotonic()
         self.ledger: Ledger | None = None  # the pipeline's lifetime counts (engine/ledger.py)
         self.strategy: WriteStrategy = (
             DriverInserts()
@@ -248,11 +253,14 @@ class PipelineRunner:
             ),
             "spark-session-start",
         )
+        self._began = time.monotonic()
         try:
             with self._stop.interruptible():
                 self.wait_for_sink()
                 self.prepare_sink()
+            self._mark("sink_ready")
             spark = session.result()
+            self._mark("session_ready")
         except (StopRequested, RetryInterrupted):
             return self._stopped(
                 f"stopped during start-up{_during(self._retrying)}; nothing was read"
@@ -267,6 +275,7 @@ class PipelineRunner:
         try:
             with self._stop.interruptible():
                 query = self._build_query(spark, until_caught_up)
+            self._mark("query_started")
         except (StopRequested, RetryInterrupted):
             return self._stopped(
                 f"stopped during start-up{_during(self._retrying)}; nothing was read"
@@ -328,7 +337,12 @@ class PipelineRunner:
             "lag_by_partition": lag_by_partition(progress),
             "last_batch_at": progress.get("timestamp"),
             "last_batch_duration_ms": progress.get("batchDuration"),
+            "state_size": self.state_size.report(self.last_progress),
+            "startup_s": dict(self.startup),
         }
+
+    def _mark(self, step: str) -> None:
+        self.startup.setdefault(step, round(time.monotonic() - self._began, 3))
 
     def stop(self) -> None:
         """Ask the run to end after the micro-batch in flight (safe from a signal handler;
@@ -380,8 +394,10 @@ class PipelineRunner:
             if self.ledger is not None:
                 self.ledger.record_report(progress)
             self.last_progress = progress
-        if self.on_first_batch is not None and not had_batches and self.stats.batches:
-            self.on_first_batch()
+        if not had_batches and self.stats.batches:
+            self._mark("first_batch_done")
+            if self.on_first_batch is not None:
+                self.on_first_batch()
         if self.on_progress:
             self.on_progress(self.stats)
 

@@ -193,6 +193,12 @@ class HostLink:
         except HostUnavailable:
             return {}
 
+    def heartbeat(self) -> None:
+        """Tell a running host that its server is there (quietly: none may run)."""
+        if self.pid is not None:
+            with contextlib.suppress(HostUnavailable):
+                self.request("ping", timeout_s=5)
+
     def stop(self, pipeline_id: str) -> None:
         with contextlib.suppress(HostUnavailable):
             self.request("stop", id=pipeline_id)

@@ -38,6 +38,8 @@ from streamsift.spark_host.processes import command_line, kill_pid_tree, kill_tr
 WORKER_MODULE = "streamsift.service.pipeline_process"
 LOG_FILE = "worker.log"
 POLL_S = 0.5
+# how often a live host hears from its server (a host nobody talks to, with no pipeline, ends)
+HEARTBEAT_S = 10.0
 # How an adopted worker ended, told by its last status (a child tells by its exit code).
 _EXIT_OF_FINAL_STATE = {"stopped": 0, "failed": 1}
 ENDED_WITHOUT_STATUS = -9
@@ -310,8 +312,12 @@ class Supervisor:
     # ------------------------------------------------------------------ watching
 
     def _watch(self) -> None:
+        last_heartbeat = 0.0
         while not self._done.wait(POLL_S):
             self.poll()
+            if time.monotonic() - last_heartbeat >= HEARTBEAT_S:
+                last_heartbeat = time.monotonic()
+                self.host.heartbeat()
 
     def poll(self) -> None:
         """One look at every worker: report the ones now running and the ones that ended."""

@@ -1,0 +1,175 @@
+"""Many pipelines in one pipeline host (service/pipeline_host.py), each a query of its own.
+
+One service, warm from its start, runs five pipelines in its host and a sixth in a process
+of its own (`runtime.isolation: process`). Judged by counting, each test in turn:
+
+1. one pipeline fed malformed messages (they go to its DLQ) and one whose ClickHouse does
+   not answer (it retries, then fails) beside three good ones: the others exact, the two
+   alone in their troubles, all in one host process; the isolated one in its own;
+2. one pipeline stopped, edited and resumed while the others write: no gap, no double;
+3. kill -9 of the host mid-run: the service starts a new host, every pipeline resumes from
+   its checkpoint, exact; the isolated pipeline's process is untouched.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streamsift.embedded.broker import Broker, free_port
+from streamsift.service.core import PipelineService
+from streamsift.service.lifecycle import State
+from streamsift.spark_host.processes import kill_pid_tree
+from support.clickhouse import rows as endpoint_rows
+from support.service_pipeline import START_TIMEOUT_S, pipeline_doc, produce
+from support.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+GOOD = ("host-a", "host-b", "host-c")
+MALFORMED = "host-malformed"
+REFUSED = "host-refused"
+ISOLATED = "host-isolated"
+EXACT = (*GOOD, MALFORMED, ISOLATED)  # the pipelines whose tables are checked
+BAD_MESSAGES = (b"{not json", b"[1, 2]", b'{"event_id": "x", "n": "not a number"}')
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("host") / "data"
+
+
+@pytest.fixture(scope="module")
+def chdb(data_dir: Path) -> Path:
+    return data_dir / "clickhouse"
+
+
+@pytest.fixture(scope="module")
+def service(data_dir: Path) -> Iterator[PipelineService]:
+    svc = PipelineService(data_dir, warm_host=True)
+    svc.start()
+    try:
+        yield svc
+    finally:
+        svc.close(stop_all=True)
+
+
+def _tables(service: PipelineService, chdb: Path) -> dict[str, tuple[int, int]]:
+    host, port = service.endpoints.address(chdb)
+    return {name: endpoint_rows(port, name.replace("-", "_"), host=host) for name in EXACT}
+
+
+def _exact(service: PipelineService, chdb: Path, events: int) -> bool:
+    running = all(service.get(name).state is State.RUNNING for name in EXACT)
+    return running and all(v == (events, events) for v in _tables(service, chdb).values())
+
+
+def _wait_exact(service: PipelineService, chdb: Path, events: int, what: str) -> None:
+    wait_for(
+        lambda: _exact(service, chdb, events),
+        START_TIMEOUT_S,
+        what=f"every pipeline Running with {events} rows {what}",
+        interval=0.5,
+        ignoring=(OSError,),
+    )
+
+
+def test_five_pipelines_share_a_host_and_fail_alone(
+    service: PipelineService, broker: Broker, chdb: Path
+) -> None:
+    for name in (*EXACT, REFUSED):
+        broker.create_topic(name, 2)
+    for name in (*GOOD, ISOLATED, REFUSED):
+        produce(broker, name, range(100))
+    produce(broker, MALFORMED, range(100), extra=BAD_MESSAGES)
+    embedded = {"path": str(chdb)}
+    refused = pipeline_doc(
+        REFUSED, broker, {"host": "127.0.0.1", "port": free_port()}, connect_timeout="2s"
+    )
+    refused["runtime"] = {"retry": {"max_attempts": 1, "first_backoff": "1s"}}
+    isolated = pipeline_doc(ISOLATED, broker, embedded)
+    isolated["runtime"] = {"isolation": "process"}
+    for doc in (
+        *(pipeline_doc(name, broker, embedded) for name in (*GOOD, MALFORMED)),
+        refused,
+        isolated,
+    ):
+        service.create(doc)
+
+    _wait_exact(service, chdb, 100, "from one host")
+    wait_for(
+        lambda: service.get(REFUSED).state is State.FAILED, START_TIMEOUT_S, what="refused Failed"
+    )
+    assert "gave up after 1 retries" in (service.get(REFUSED).error or "")
+    wait_for(lambda: service.status(MALFORMED).dlq == len(BAD_MESSAGES), 30, what="3 in the DLQ")
+
+    host_pid = service.supervisor.host.pid
+    assert host_pid is not None
+    hosted = {service.status(name).pid for name in (*GOOD, MALFORMED)}
+    assert hosted == {host_pid}, "the five pipelines run in the one host process"
+    assert service.status(ISOLATED).pid not in (None, host_pid)
+    assert service.worker_report(GOOD[0])["isolation"] == "host"
+    assert service.worker_report(ISOLATED)["isolation"] == "process"
+    # the good ones went on while the refused one retried and failed
+    assert all(service.history(name)[-1].to_state is State.RUNNING for name in GOOD)
+
+
+def test_stop_edit_resume_of_one_while_the_others_write(
+    service: PipelineService, broker: Broker, chdb: Path
+) -> None:
+    edited = GOOD[0]
+    feeding = threading.Thread(
+        target=lambda: [
+            produce(broker, name, range(100 + step * 20, 120 + step * 20))
+            for step in range(5)
+            for name in EXACT
+        ]
+    )
+    feeding.start()
+    service.stop(edited)
+    wait_for(lambda: service.get(edited).state is State.STOPPED, 60, what=f"{edited} Stopped")
+    doc = service.document(edited, reveal_secrets=True)
+    doc["sink"]["max_delay_time"] = "200ms"  # a change the checkpoint does not depend on
+    assert service.edit(edited, doc).version == 2
+    service.resume(edited)
+    feeding.join()
+    _wait_exact(service, chdb, 200, "after one was stopped, edited and resumed")
+    assert service.status(edited).written == 200  # its counts over both runs
+
+
+def test_kill_9_of_the_host_resumes_every_pipeline_exactly(
+    service: PipelineService, broker: Broker, chdb: Path
+) -> None:
+    old_host = service.supervisor.host.pid
+    isolated_pid = service.status(ISOLATED).pid
+    assert old_host is not None
+    feeding = threading.Thread(
+        target=lambda: [
+            produce(broker, name, range(200 + step * 20, 220 + step * 20))
+            for step in range(5)
+            for name in EXACT
+        ]
+    )
+    feeding.start()
+    kill_pid_tree(old_host)  # mid-run: the feed goes on
+    feeding.join()
+    _wait_exact(service, chdb, 300, "after the host was killed")
+    new_host = service.supervisor.host.pid
+    assert new_host not in (None, old_host)
+    assert {service.status(name).pid for name in (*GOOD, MALFORMED)} == {new_host}
+    assert service.status(ISOLATED).pid == isolated_pid, "its own process was untouched"
+    notes = [c.note or "" for c in service.history(GOOD[1])]
+    assert any("a new worker starts" in n for n in notes)
+    assert service.status(MALFORMED).dlq == len(BAD_MESSAGES)  # not written twice
+    for name in EXACT:  # the counts over every run equal the table
+        expected = (300, 600 + (len(BAD_MESSAGES) if name == MALFORMED else 0))
+        wait_for(
+            lambda name=name, expected=expected: (
+                (service.status(name).written, service.status(name).read) == expected
+            ),
+            30,
+            what=f"{name}'s counts {expected}",
+        )
