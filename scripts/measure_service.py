@@ -103,13 +103,38 @@ def cpu_seconds(tree: list[psutil.Process]) -> float:
     return total
 
 
-def idle_cost(pid: int, seconds: float) -> dict[str, float]:
-    """The tree's memory now, and its CPU over the next `seconds` (share of one core)."""
-    figures = memory(pid)
+KINDS = (  # what a process of the tree is, by its command line (first match)
+    ("endpoint", "clickhouse_server"),
+    ("source runners", "python_streaming_source_runner"),
+    ("python workers", "pyspark.daemon"),
+    ("jvm", "java"),
+    ("host python", "pipeline_host"),
+    ("worker python", "pipeline_process"),
+    ("server", "serve"),
+)
+
+
+def kind_of(proc: psutil.Process) -> str:
+    try:
+        line = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return "other"
+    return next((kind for kind, mark in KINDS if mark in line), "other")
+
+
+def idle_cost(pid: int, seconds: float) -> dict[str, Any]:
+    """The tree's memory now, and its CPU over the next `seconds` (share of one core), in all
+    and by kind of process."""
+    figures: dict[str, Any] = memory(pid)
     tree = tree_of(pid)
-    before = cpu_seconds(tree)
+    before = {proc.pid: cpu_seconds([proc]) for proc in tree}
     time.sleep(seconds)
-    figures["idle_cpu_share_of_core"] = round((cpu_seconds(tree) - before) / seconds, 4)
+    by_kind: dict[str, float] = {}
+    for proc in tree:
+        used = cpu_seconds([proc]) - before[proc.pid]
+        by_kind[kind_of(proc)] = by_kind.get(kind_of(proc), 0.0) + max(used, 0.0)
+    figures["idle_cpu_share_of_core"] = round(sum(by_kind.values()) / seconds, 4)
+    figures["idle_cpu_by_kind"] = {k: round(v / seconds, 4) for k, v in sorted(by_kind.items())}
     return figures
 
 
@@ -268,6 +293,7 @@ def drain(
         wait_rows(sdk, doc, data_dir, n, started) for doc, n in zip(docs, expected, strict=True)
     ]
     wall = max(d["to_all_rows_s"] for d in done)
+    time.sleep(2.0)  # each run's status is rewritten about once a second
     rates = [sdk.status(doc["name"]).rows_per_second for doc in docs]
     for doc in docs:
         sdk.terminate(doc["name"])

@@ -8,7 +8,9 @@ of its own (`runtime.isolation: process`). Judged by counting, each test in turn
    alone in their troubles, all in one host process; the isolated one in its own;
 2. one pipeline stopped, edited and resumed while the others write: no gap, no double;
 3. kill -9 of the host mid-run: the service starts a new host, every pipeline resumes from
-   its checkpoint, exact; the isolated pipeline's process is untouched.
+   its checkpoint, exact; the isolated pipeline's process is untouched;
+4. kill -9 of the host's JVM alone (as an out-of-memory JVM ends itself): the host sees it
+   gone and exits, and the same happens.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from streamsift.embedded.broker import Broker, free_port
 from streamsift.service.core import PipelineService
 from streamsift.service.lifecycle import State
+from streamsift.service.pipeline_host import EXIT_ON_OOM
 from streamsift.spark_host.processes import kill_pid_tree
 from support.clickhouse import rows as endpoint_rows
 from support.service_pipeline import START_TIMEOUT_S, pipeline_doc, produce
@@ -77,6 +81,13 @@ def _wait_exact(service: PipelineService, chdb: Path, events: int, what: str) ->
     )
 
 
+def produce_in_steps(broker: Broker, ids: range, step: int = 20) -> None:
+    """Each pipeline's events in steps of `step` ids (each sent twice), all topics in turn."""
+    for start in range(ids.start, ids.stop, step):
+        for name in EXACT:
+            produce(broker, name, range(start, min(start + step, ids.stop)))
+
+
 def test_five_pipelines_share_a_host_and_fail_alone(
     service: PipelineService, broker: Broker, chdb: Path
 ) -> None:
@@ -90,10 +101,13 @@ def test_five_pipelines_share_a_host_and_fail_alone(
         REFUSED, broker, {"host": "127.0.0.1", "port": free_port()}, connect_timeout="2s"
     )
     refused["runtime"] = {"retry": {"max_attempts": 1, "first_backoff": "1s"}}
+    weighted = pipeline_doc(GOOD[2], broker, embedded)
+    weighted["runtime"] = {"weight": 3}  # its scheduler pool's share in the host
     isolated = pipeline_doc(ISOLATED, broker, embedded)
     isolated["runtime"] = {"isolation": "process"}
     for doc in (
-        *(pipeline_doc(name, broker, embedded) for name in (*GOOD, MALFORMED)),
+        *(pipeline_doc(name, broker, embedded) for name in (*GOOD[:2], MALFORMED)),
+        weighted,
         refused,
         isolated,
     ):
@@ -113,6 +127,8 @@ def test_five_pipelines_share_a_host_and_fail_alone(
     assert service.status(ISOLATED).pid not in (None, host_pid)
     assert service.worker_report(GOOD[0])["isolation"] == "host"
     assert service.worker_report(ISOLATED)["isolation"] == "process"
+    pools = service.supervisor.host.request("pools")["pools"]
+    assert pools[GOOD[0]] == 1 and pools[GOOD[2]] == 3
     # the good ones went on while the refused one retried and failed
     assert all(service.history(name)[-1].to_state is State.RUNNING for name in GOOD)
 
@@ -121,13 +137,7 @@ def test_stop_edit_resume_of_one_while_the_others_write(
     service: PipelineService, broker: Broker, chdb: Path
 ) -> None:
     edited = GOOD[0]
-    feeding = threading.Thread(
-        target=lambda: [
-            produce(broker, name, range(100 + step * 20, 120 + step * 20))
-            for step in range(5)
-            for name in EXACT
-        ]
-    )
+    feeding = threading.Thread(target=produce_in_steps, args=(broker, range(100, 200)))
     feeding.start()
     service.stop(edited)
     wait_for(lambda: service.get(edited).state is State.STOPPED, 60, what=f"{edited} Stopped")
@@ -146,13 +156,7 @@ def test_kill_9_of_the_host_resumes_every_pipeline_exactly(
     old_host = service.supervisor.host.pid
     isolated_pid = service.status(ISOLATED).pid
     assert old_host is not None
-    feeding = threading.Thread(
-        target=lambda: [
-            produce(broker, name, range(200 + step * 20, 220 + step * 20))
-            for step in range(5)
-            for name in EXACT
-        ]
-    )
+    feeding = threading.Thread(target=produce_in_steps, args=(broker, range(200, 300)))
     feeding.start()
     kill_pid_tree(old_host)  # mid-run: the feed goes on
     feeding.join()
@@ -166,6 +170,28 @@ def test_kill_9_of_the_host_resumes_every_pipeline_exactly(
     assert service.status(MALFORMED).dlq == len(BAD_MESSAGES)  # not written twice
     for name in EXACT:  # the counts over every run equal the table
         expected = (300, 600 + (len(BAD_MESSAGES) if name == MALFORMED else 0))
+        wait_for(
+            lambda name=name, expected=expected: (
+                (service.status(name).written, service.status(name).read) == expected
+            ),
+            30,
+            what=f"{name}'s counts {expected}",
+        )
+
+
+def test_the_hosts_jvm_dying_alone_restarts_the_host_exactly(
+    service: PipelineService, broker: Broker, chdb: Path
+) -> None:
+    old_host = service.supervisor.host.pid
+    assert old_host is not None
+    (jvm,) = [child for child in psutil.Process(old_host).children() if child.name() == "java"]
+    assert EXIT_ON_OOM in jvm.cmdline(), "an out-of-memory JVM ends itself"
+    produce_in_steps(broker, range(300, 400))
+    jvm.kill()
+    _wait_exact(service, chdb, 400, "after the host's JVM was killed")
+    assert service.supervisor.host.pid not in (None, old_host)
+    for name in EXACT:
+        expected = (400, 800 + (len(BAD_MESSAGES) if name == MALFORMED else 0))
         wait_for(
             lambda name=name, expected=expected: (
                 (service.status(name).written, service.status(name).read) == expected

@@ -49,11 +49,11 @@ from streamsift.service.lifecycle import (
     check_transition,
 )
 from streamsift.service.otlp_receiver import OtlpReceiver, ServiceOtlp, otlp_source
-from streamsift.service.pipeline_host import LOG_FILE as HOST_LOG_FILE
-from streamsift.service.pipeline_process import EXIT_FAILED
 from streamsift.service.relaunch import Relaunches
 from streamsift.service.reset import ServicePlaces, reset_checkpoint
-from streamsift.service.supervisor import LOG_FILE, Supervisor
+from streamsift.service.run_events import RunEvents
+from streamsift.service.supervisor import Supervisor
+from streamsift.spark_host.session import is_local_master, resolve_master
 
 __all__ = ["PipelineRecord", "PipelineService", "PipelineStatus", "StatusChange"]
 
@@ -91,9 +91,11 @@ class PipelineStatus:
     retry: dict[str, Any] | None = None  # the retry under way: reason, attempt, next try
     dlq_pending: int | None = None  # dead letters pending in the DLQ table (all runs)
     dlq_pending_at: datetime | None = None  # when that was counted
+    isolation: str | None = None  # host or process (service/host_link.py placement)
+    state_size: dict[str, Any] | None = None  # engine/state_size.py
 
 
-class PipelineService:
+class PipelineService(RunEvents):
     """Runs and answers for the pipelines of one data dir (see the module docstring).
 
     `driver_inserts`: pipelines whose embedded sink the service serves through an endpoint
@@ -152,7 +154,11 @@ class PipelineService:
                     self._route_otlp(record.id, doc, pipeline)
                 except (StreamsiftError, KafkaException) as exc:
                     log.warning("pipeline %s: no OTLP route: %s", record.id, exc)
-        if self.warm_host and self.isolation is Isolation.HOST:
+        if (
+            self.warm_host
+            and self.isolation is Isolation.HOST
+            and is_local_master(resolve_master())
+        ):
             self.supervisor.warm_host(host_memory(len(self.database.list())))
         self.supervisor.start()
 
@@ -290,7 +296,9 @@ class PipelineService:
         stats = report.get("stats") or {}
         totals = report.get("totals") or stats  # over the pipeline's life (engine/ledger.py)
         running = self.supervisor.is_running(pipeline_id)
-        pending, pending_at = self.dlq_pending.get(pipeline_id, refresh=running)
+        # counted again when the run has written dead letters since (or after a while)
+        written = int(totals.get("dlq") or 0) if running else None
+        pending, pending_at = self.dlq_pending.get(pipeline_id, refresh=running, written=written)
         counts = {
             k: int(totals.get(k) or 0)
             for k in (
@@ -323,6 +331,8 @@ class PipelineService:
             retry=report.get("retry") if report.get("state") == "retrying" else None,
             dlq_pending=pending,
             dlq_pending_at=pending_at,
+            isolation=report.get("isolation"),
+            state_size=report.get("state_size"),
             **counts,
         )
 
@@ -333,7 +343,16 @@ class PipelineService:
     @contextlib.contextmanager
     def dead_letters(self, pipeline_id: str) -> Iterator[DeadLetters]:
         """The pipeline's dead letters (engine/dead_letters.py), through the endpoint when
-        its ClickHouse is embedded."""
+        its ClickHouse is embedded. What is done with them (consumed, purged, replayed) is
+        counted again for the status afterwards."""
+        try:
+            with self._dead_letters(pipeline_id) as letters:
+                yield letters
+        finally:
+            self.dlq_pending.stale(pipeline_id)
+
+    @contextlib.contextmanager
+    def _dead_letters(self, pipeline_id: str) -> Iterator[DeadLetters]:
         doc, pipeline = self._opened(pipeline_id)
         embedded = pipeline.sink.clickhouse.embedded
         if embedded:
@@ -347,7 +366,7 @@ class PipelineService:
             yield letters
 
     def _count_pending(self, pipeline_id: str) -> int:
-        with self.dead_letters(pipeline_id) as letters:
+        with self._dead_letters(pipeline_id) as letters:
             return letters.pending_count()
 
     # ------------------------------------------------------------------ workers
@@ -449,96 +468,6 @@ class PipelineService:
             return self._launch(record.id)
         return None
 
-    def _on_state(self, pipeline_id: str, worker_state: str, report: dict[str, Any]) -> None:
-        """A worker reports running (again), or a retry of a transient fault."""
-        with self._lock:
-            pid = report.get("pid")  # a hosted run's is known once the host took it
-            if isinstance(pid, int) and self.database.worker_pid(pipeline_id) != pid:
-                self.database.set_worker_pid(pipeline_id, pid)
-            state = self.database.get(pipeline_id).state
-            if worker_state == "running" and state in (
-                State.CREATED,
-                State.RESUMING,
-                State.RETRYING,
-            ):
-                self.relaunches.settled(pipeline_id)
-                note = "running again" if state is State.RETRYING else None
-                self.database.set_state(pipeline_id, State.RUNNING, note=note)
-                if note:
-                    log.info("pipeline %s: running again after retries", pipeline_id)
-            elif worker_state == "retrying" and can_transition(state, State.RETRYING):
-                retry = report.get("retry") or {}
-                self._retrying(pipeline_id, state, retry.get("reason") or "", _retry_note(retry))
-
-    def _retrying(self, pipeline_id: str, state: State, reason: str, note: str) -> None:
-        """Record a retry: a change of state the first time, then only its latest reason."""
-        log.warning("pipeline %s: retrying: %s (%s)", pipeline_id, reason, note)
-        if state is State.RETRYING:
-            self.database.set_error(pipeline_id, reason)
-        else:
-            self.database.set_state(pipeline_id, State.RETRYING, error=reason, note=note)
-
-    def _on_exit(self, pipeline_id: str, code: int, report: dict[str, Any]) -> None:
-        """A worker ended: Stopped after a stop, Failed (with its error) after a permanent
-        failure; when it died (or its Spark process was lost) while wanted running, a new one
-        is started after a back-off (service/relaunch.py)."""
-        with self._lock:
-            record = self.database.get(pipeline_id)
-            state = record.state
-            self.database.set_worker_pid(pipeline_id, None)
-            log_path = (
-                self.supervisor.host.directory / HOST_LOG_FILE
-                if report.get("isolation") == "host"
-                else self.supervisor.directory(pipeline_id) / LOG_FILE
-            )
-            error = report.get("error") or _ended(code, log_path)
-            if state is State.STOPPING and code != EXIT_FAILED:
-                self.relaunches.settled(pipeline_id)
-                self.database.set_state(pipeline_id, State.STOPPED, note=report.get("hint"))
-            elif code == 0:  # stopped by a signal from outside the service
-                self.database.set_state(pipeline_id, State.STOPPING, note="stopped from outside")
-                self.database.set_state(pipeline_id, State.STOPPED, desired=DesiredState.STOPPED)
-            elif code == EXIT_FAILED or record.desired_state is not DesiredState.RUNNING:
-                self.relaunches.settled(pipeline_id)
-                self.database.set_state(
-                    pipeline_id, State.FAILED, error=error, note=report.get("hint")
-                )
-            else:
-                self._relaunch_later(pipeline_id, state, error)
-
-    def _relaunch_later(self, pipeline_id: str, state: State, error: str) -> None:
-        retry = self._opened(pipeline_id)[1].runtime.retry
-        planned = self.relaunches.schedule(pipeline_id, retry, self.retry_attempts)
-        if planned is None:
-            since = self.relaunches.since(pipeline_id)
-            self.relaunches.settled(pipeline_id)
-            when = "" if since is None else f" since {since:%Y-%m-%d %H:%M:%S} UTC"
-            self.database.set_state(
-                pipeline_id,
-                State.FAILED,
-                error=f"gave up restarting its worker{when}: {error}",
-                note="runtime.retry.max_attempts (or serve --retry-attempts) was reached",
-            )
-            return
-        attempt, wait = planned
-        note = f"a new worker starts in {wait.total_seconds():.0f}s (attempt {attempt})"
-        self._retrying(pipeline_id, state, error, note)
-
-    def _relaunch(self, pipeline_id: str) -> None:
-        """A relaunch's time has come: start the worker, unless a request came first."""
-        with self._lock:
-            try:
-                record = self.database.get(pipeline_id)
-            except StreamsiftError:  # deleted meanwhile
-                return
-            if (
-                record.state is not State.RETRYING
-                or record.desired_state is not DesiredState.RUNNING
-                or self.supervisor.is_running(pipeline_id)
-            ):
-                return
-            self._launch(pipeline_id)
-
 
 def judged(doc: dict[str, Any], policy: DocumentPolicy) -> tuple[dict[str, Any], Pipeline]:
     """A document as the service takes it, for create and the validate route alike: in
@@ -575,17 +504,3 @@ def throughput(stats: dict[str, Any]) -> float | None:
     if not busy_ms:
         return None
     return round(int(stats.get("read") or 0) / (busy_ms / 1000), 1)
-
-
-def _retry_note(retry: dict[str, Any]) -> str:
-    """'attempt 3 of 10, next try at 12:00:05 UTC' from a worker's retry report."""
-    limit = retry.get("limit")
-    attempt = f"attempt {retry.get('attempt')}" + ("" if limit is None else f" of {limit}")
-    next_try = str(retry.get("next_try_at") or "")
-    at = next_try[11:19] if len(next_try) >= 19 else next_try
-    return f"{attempt}, next try at {at} UTC" if at else attempt
-
-
-def _ended(code: int, log_path: Path) -> str:
-    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-    return f"the pipeline's worker {how} without reporting an error; see {log_path}"

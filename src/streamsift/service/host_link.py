@@ -33,6 +33,7 @@ from streamsift.spark_host.session import is_local_master, resolve_master
 HOST_MODULE = "streamsift.service.pipeline_host"
 START_TIMEOUT_S = 240.0
 REQUEST_TIMEOUT_S = 30.0
+ALIVE_FOR_S = 0.25
 log = logging.getLogger("streamsift.service")
 
 
@@ -73,6 +74,7 @@ class HostLink:
         self._record: dict[str, Any] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
+        self._alive_seen: tuple[int, float, bool] | None = None  # (pid, when, alive)
 
     @property
     def pid(self) -> int | None:
@@ -83,7 +85,13 @@ class HostLink:
         return None
 
     def alive(self, pid: int) -> bool:
-        return is_host(pid, self.data_dir)
+        """Is `pid` this data dir's host? (Answered from a look at most ALIVE_FOR_S old: the
+        supervisor asks for each of its pipelines in turn.)"""
+        now = time.monotonic()
+        seen = self._alive_seen
+        if seen is None or seen[0] != pid or now - seen[1] > ALIVE_FOR_S:
+            seen = self._alive_seen = (pid, now, is_host(pid, self.data_dir))
+        return seen[2]
 
     def ensure(self, memory: str | None = None) -> int:
         """The host's pid: the running one's, or a new one's once it is warm (seconds)."""

@@ -112,6 +112,12 @@ def pipeline_families(pipelines: Iterable[PipelineReport]) -> list[Metric]:
         "when the last micro-batch started (Unix time)",
         labels=p,
     )
+    state_bytes = GaugeMetricFamily(
+        PREFIX + "pipeline_state_bytes",
+        "the size of the pipeline's state: its dedup RocksDB on disk (dedup_disk), Spark's "
+        "state stores in memory (spark_memory)",
+        labels=[*p, "kind"],
+    )
     status = GaugeMetricFamily(
         PREFIX + "pipeline_status",
         "1 for the pipeline's current lifecycle state, 0 for the others",
@@ -147,6 +153,11 @@ def pipeline_families(pipelines: Iterable[PipelineReport]) -> list[Metric]:
         _add_histogram(latency, name, run.get("latency_seconds"), LATENCY_SECONDS)
         if (at := _epoch(item.report.get("last_batch_at"))) is not None:
             last_batch.add_metric([name], at)
+        size = item.report.get("state_size") or {}
+        if size.get("dedup_disk_bytes") is not None:
+            state_bytes.add_metric([name, "dedup_disk"], int(size["dedup_disk_bytes"]))
+        if size:
+            state_bytes.add_metric([name, "spark_memory"], _int(size, "spark_state_memory_bytes"))
         for state in State:
             status.add_metric([name, state.value], 1.0 if state.value == item.state else 0.0)
     return [
@@ -163,6 +174,7 @@ def pipeline_families(pipelines: Iterable[PipelineReport]) -> list[Metric]:
         batch,
         latency,
         last_batch,
+        state_bytes,
         status,
     ]
 

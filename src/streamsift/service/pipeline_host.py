@@ -45,6 +45,15 @@ LOG_FILE = "host.log"
 IDLE_EXIT_S = 60.0
 WATCH_S = 1.0
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
+EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"
+HOST_SPARK_CONF = {
+    # each pipeline's jobs in a pool of its own, sharing the cores by weight
+    "spark.scheduler.mode": "FAIR",
+    # the RocksDB state stores of every pipeline's join share one memory bound (Spark's
+    # default, 500 MB: spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB), rather than
+    # each store growing its own caches and write buffers
+    "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
+}
 log = logging.getLogger("streamsift.host")
 
 
@@ -78,6 +87,8 @@ class PipelineHost:
         op = request.get("op")
         if op == "ping":
             return {"ok": True, "pid": os.getpid(), "pipelines": self.states()}
+        if op == "pools":
+            return {"ok": True, "pools": self.pools()}
         if op == "start":
             return self.start(request)
         if op in ("stop", "abort"):
@@ -96,6 +107,14 @@ class PipelineHost:
                 if hosted.thread.is_alive()
             }
 
+    def pools(self) -> dict[str, int]:
+        """The FAIR pool weight of each pipeline that ran here."""
+        root = self.spark.sparkContext._jsc.sc().taskScheduler().rootPool()
+        with self._lock:
+            ids = list(self.hosted)
+        found = {i: root.getSchedulableByName(pool_name(i)) for i in ids}
+        return {i: int(pool.weight()) for i, pool in found.items() if pool is not None}
+
     def start(self, request: dict[str, Any]) -> dict[str, Any]:
         pipeline_id = str(request["id"])
         with self._lock:
@@ -106,7 +125,7 @@ class PipelineHost:
                 return {"ok": False, "error": f"pipeline {pipeline_id} still runs here"}
             directory = Path(request["dir"])
             directory.mkdir(parents=True, exist_ok=True)
-            pool = f"pipeline-{pipeline_id}"
+            pool = pool_name(pipeline_id)
             weight = int(request.get("weight") or 1)
             spark_conf = dict(request.get("spark_conf") or {})
             run = PipelineRun(
@@ -214,6 +233,10 @@ class PipelineHost:
         return not self.states() and time.monotonic() - self.last_request > IDLE_EXIT_S
 
 
+def pool_name(pipeline_id: str) -> str:
+    return f"pipeline-{pipeline_id}"
+
+
 class _Requests(socketserver.StreamRequestHandler):
     """One JSON line in, one out."""
 
@@ -276,13 +299,15 @@ def write_record(directory: Path, port: int, token: str) -> None:
 def serve(data_dir: Path) -> int:
     """Start Spark, warm up, answer requests until idle, shut down, or the JVM is lost."""
     from streamsift.engine.signals import install_stop_handlers
-    from streamsift.spark_host.session import jvm_alive, spark_session
+    from streamsift.spark_host.session import DEFAULT_MASTER, jvm_alive, spark_session
 
     directory = data_dir / HOST_DIR
     directory.mkdir(parents=True, exist_ok=True)
-    spark = spark_session(
-        "streamsift-host", master="local[2]", spark_conf={"spark.scheduler.mode": "FAIR"}
-    )
+    # A JVM out of memory goes on half-broken; ended, the watch below sees it gone and the
+    # service starts a new host, from which every pipeline resumes from its checkpoint.
+    shaping = os.environ.get("STREAMSIFT_JAVA_OPTIONS", "")
+    os.environ["STREAMSIFT_JAVA_OPTIONS"] = f"{shaping} {EXIT_ON_OOM}".strip()
+    spark = spark_session("streamsift-host", master=DEFAULT_MASTER, spark_conf=HOST_SPARK_CONF)
     warm_up(spark)
     host = PipelineHost(data_dir, spark)
     handler = type("Requests", (_Requests,), {"host": host})

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 
 STATUS_FILE = "status.json"
 STATUS_EVERY_S = 1.0
+UNCHANGED_EVERY_S = 5.0
 EXIT_STOPPED = 0
 EXIT_FAILED = 1
 EXIT_RESTART = 75  # EX_TEMPFAIL: the service starts the pipeline in a new process
@@ -59,6 +61,8 @@ class StatusFile:
         self.secrets: list[str] = []
         self.started_at = datetime.now(timezone.utc).isoformat()
         self._lock = threading.Lock()
+        self._written: dict[str, Any] | None = None  # the last status written, but its time
+        self._written_at = 0.0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="status-file", daemon=True)
 
@@ -81,13 +85,20 @@ class StatusFile:
     def _loop(self) -> None:
         while not self._done.wait(STATUS_EVERY_S):
             try:
-                self.write()
+                self.write(force=False)
             except OSError as exc:  # a full disk must not end the run; say so in the log
                 log.warning("cannot write %s: %s", self.path, exc)
 
-    def write(self) -> None:
+    def write(self, force: bool = True) -> None:
+        """Write the status; unless `force`, only when it says something new, or every
+        UNCHANGED_EVERY_S (an idle run's status is the same second after second)."""
         with self._lock:
             status = self.snapshot()
+            news = {k: v for k, v in status.items() if k != "updated_at"}
+            now = time.monotonic()
+            if not force and news == self._written and now - self._written_at < UNCHANGED_EVERY_S:
+                return
+            self._written, self._written_at = news, now
             tmp = self.path.with_name(f".{self.path.name}.tmp")
             tmp.write_text(json.dumps(status, indent=1))
             os.replace(tmp, self.path)

@@ -61,23 +61,24 @@ class Worker:
     reported_state: str | None = None  # the state last passed to `on_state`
     reported_attempt: int | None = None  # and the retry attempt it reported with it
 
-    def exit_code(self) -> int | None:
-        """None while it runs; then its exit code (for an adopted one, from its status)."""
+    def exit_code(self, status: dict[str, Any] | None = None) -> int | None:
+        """None while it runs; then its exit code (for an adopted one, from its status).
+        `status`: its status.json, when the caller has just read it."""
         if self.host is not None:
-            return self._hosted_exit_code(self.host)
+            return self._hosted_exit_code(self.host, status)
         if self.proc is not None:
             return self.proc.poll()
         if is_worker(self.pid, self.directory):
             return None
-        status = read_status(self.directory) or {}
+        status = (status if status is not None else read_status(self.directory)) or {}
         if status.get("exit_code") is not None:
             return int(status["exit_code"])
         return _EXIT_OF_FINAL_STATE.get(status.get("state"), ENDED_WITHOUT_STATUS)
 
-    def _hosted_exit_code(self, host: HostLink) -> int | None:
+    def _hosted_exit_code(self, host: HostLink, status: dict[str, Any] | None) -> int | None:
         if self.starting:
             return None
-        status = read_status(self.directory) or {}
+        status = (status if status is not None else read_status(self.directory)) or {}
         if status.get("exit_code") is not None:
             return int(status["exit_code"])
         return None if host.alive(self.pid) else ENDED_WITHOUT_STATUS
@@ -324,9 +325,10 @@ class Supervisor:
         with self._lock:
             workers = list(self._workers.values())
         for worker in workers:
-            code = worker.exit_code()
+            status = read_status(worker.directory)
+            code = worker.exit_code(status)
             if code is None:
-                self._report_state(worker)
+                self._report_state(worker, status or {})
                 continue
             with self._lock:
                 if self._workers.get(worker.pipeline_id) is not worker:
@@ -335,9 +337,8 @@ class Supervisor:
             status = read_status(worker.directory) or {}
             self._report(self._on_exit, worker.pipeline_id, code, status)
 
-    def _report_state(self, worker: Worker) -> None:
+    def _report_state(self, worker: Worker, status: dict[str, Any]) -> None:
         """Pass on a running worker's new state, or its new retry attempt."""
-        status = read_status(worker.directory) or {}
         state = status.get("state")
         attempt = (status.get("retry") or {}).get("attempt")
         if state is None or (state, attempt) == (worker.reported_state, worker.reported_attempt):

@@ -38,6 +38,9 @@ from streamsift.spark_host.python_heap import freeze_heap
 
 END_PROBE_BUDGET_S = 0.2
 PARTITIONS_REFRESH_S = 10.0  # how often the background end probe re-lists the partitions
+# While no watermark moves, the background probe reads to end-of-partition this often only
+# (a broker whose watermark lags the data shows the data this late at most)
+QUIET_REREAD_S = 2.0
 # Metadata answers about a topic that no retry will change.
 TOPIC_REFUSED = frozenset(
     {
@@ -175,19 +178,32 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "source.topic, or create the topic"
         )
 
-    def _probe_ends(self, consumer: Consumer, partitions: list[int]) -> dict[str, int]:
+    def _watermarks(self, consumer: Consumer, partitions: list[int]) -> dict[int, tuple[int, int]]:
+        """Each partition's (low, high) watermark, as the broker reports it."""
+        topic = self.spec.topic
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            for p in partitions
+        }
+
+    def _probe_ends(
+        self,
+        consumer: Consumer,
+        partitions: list[int],
+        watermarks: dict[int, tuple[int, int]] | None = None,
+    ) -> dict[str, int]:
         """The offset after the last message of each partition, found by reading to
         end-of-partition (all partitions at once, so one fetch round answers for all).
 
         Brokers may under-report the high watermark (the bundled test broker does), so the
-        watermark is only a hint where to start looking.
+        watermark is only a hint where to start looking. `watermarks`: as just asked.
         """
         topic = self.spec.topic
         starts: dict[int, int] = {}
-        watermarks: dict[int, tuple[int, int]] = {}
+        if watermarks is None:
+            watermarks = self._watermarks(consumer, partitions)
         for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            watermarks[p] = (low, high)
+            low, high = watermarks[p]
             starts[p] = max(high - 1, self._known_ends.get(offset_key(topic, p), 0), low, 0)
         consumer.assign([TopicPartition(topic, p, starts[p]) for p in partitions])
         ends = dict(starts)
@@ -268,13 +284,23 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Probe the ends in the background, on a consumer of its own."""
         consumer = make_consumer(self.spec)
         listed = [time.monotonic(), partitions]
+        last: dict[str, Any] = {"marks": None, "ends": None, "read_at": 0.0}
 
         def probe() -> dict[str, int]:
+            """The ends; while no watermark moves, the last ones read to end-of-partition,
+            read again only every QUIET_REREAD_S (an idle pipeline's probes then cost one
+            watermark request per partition, not a fetch round)."""
             if time.monotonic() - listed[0] > PARTITIONS_REFRESH_S:
                 topic = consumer.list_topics(self.spec.topic, timeout=5).topics.get(self.spec.topic)
                 if topic is not None and topic.error is None and topic.partitions:
                     listed[:] = [time.monotonic(), sorted(topic.partitions)]
-            return self._probe_ends(consumer, listed[1])
+            marks = self._watermarks(consumer, listed[1])
+            now = time.monotonic()
+            if marks == last["marks"] and now - last["read_at"] < QUIET_REREAD_S:
+                return dict(last["ends"])
+            ends = self._probe_ends(consumer, listed[1], marks)
+            last.update(marks=marks, ends=ends, read_at=now)
+            return ends
 
         return EndWatcher(probe, consumer.close)
 

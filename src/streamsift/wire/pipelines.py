@@ -72,6 +72,17 @@ class RetryModel(Answer):
     next_try_at: datetime
 
 
+class StateSizeModel(Answer):
+    """How big a pipeline's state is: its dedup RocksDB on disk, Spark's state stores (a
+    join's) in rows and memory."""
+
+    dedup_disk_bytes: int | None = Field(
+        default=None, description="bytes on disk of the dedup state (null: no local dedup)"
+    )
+    spark_state_rows: int = 0
+    spark_state_memory_bytes: int = 0
+
+
 class PipelineStatusModel(Answer):
     """The record's state and what the pipeline's worker last reported about this run."""
 
@@ -111,6 +122,14 @@ class PipelineStatusModel(Answer):
         "counted (every 10 s at most, while the pipeline runs); null until counted"
     )
     dlq_pending_at: datetime | None = Field(description="when dlq_pending was counted")
+    isolation: str | None = Field(
+        default=None,
+        description="where this run runs: host (a query in the service's pipeline host) or "
+        "process (a worker process of its own)",
+    )
+    state_size: StateSizeModel | None = Field(
+        default=None, description="the size of the pipeline's state, as last reported"
+    )
 
 
 class StatusChangeModel(Answer):
