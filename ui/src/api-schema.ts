@@ -1542,6 +1542,13 @@ export interface components {
              * @description when dlq_pending was counted
              */
             dlq_pending_at: string | null;
+            /**
+             * Isolation
+             * @description where this run runs: host (a query in the service's pipeline host) or process (a worker process of its own)
+             */
+            isolation?: string | null;
+            /** @description the size of the pipeline's state, as last reported */
+            state_size?: components["schemas"]["StateSizeModel"] | null;
         };
         /** PurgeResult */
         PurgeResult: {
@@ -1764,6 +1771,28 @@ export interface components {
          * @enum {string}
          */
         State: "Created" | "Running" | "Stopping" | "Stopped" | "Terminating" | "Resuming" | "Retrying" | "Failed";
+        /**
+         * StateSizeModel
+         * @description How big a pipeline's state is: its dedup RocksDB on disk, Spark's state stores (a
+         *     join's) in rows and memory.
+         */
+        StateSizeModel: {
+            /**
+             * Dedup Disk Bytes
+             * @description bytes on disk of the dedup state (null: no local dedup)
+             */
+            dedup_disk_bytes?: number | null;
+            /**
+             * Spark State Rows
+             * @default 0
+             */
+            spark_state_rows: number;
+            /**
+             * Spark State Memory Bytes
+             * @default 0
+             */
+            spark_state_memory_bytes: number;
+        };
         /**
          * StatusChangeModel
          * @description One change of state, with its time, the error that caused it and a note.

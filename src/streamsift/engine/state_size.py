@@ -11,7 +11,7 @@ from typing import Any
 
 from streamsift.transforms.dedup.layout import local_partition_dirs
 
-RESCAN_S = 30.0  # the dedup directories are walked at most this often
+RESCAN_S = 30.0  # the dedup directories are walked at most this often (once they exist)
 
 
 class StateSize:
@@ -34,7 +34,7 @@ class StateSize:
 
     def _dedup(self) -> int | None:
         now = time.monotonic()
-        if now - self._scanned_at >= RESCAN_S:
+        if self._dedup_bytes is None or now - self._scanned_at >= RESCAN_S:  # none yet: cheap
             self._scanned_at = now
             self._dedup_bytes = _bytes_under(local_partition_dirs(self.checkpoint))
         return self._dedup_bytes

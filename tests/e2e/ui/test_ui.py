@@ -288,6 +288,9 @@ def test_wizard_dedup_pipeline_deploys_counts_rows_stops_and_consumes_its_dlq(
 
     page.get_by_role("link", name=f"← {name}").click()
     expect(page.locator("[data-figure=written]")).to_have_text(str(unique))
+    # where it runs, and its dedup state's size on disk
+    expect(page.locator("[data-figure=isolation]")).to_have_text("the pipeline host (shared)")
+    expect(page.locator("[data-figure=state]")).to_contain_text("dedup ")
     expect(page.get_by_test_id("definition")).to_contain_text(f"topic: {topic}")
     # the table's rows (GET .../rows): all of them counted, the newest 10 shown
     expect(page.locator("[data-figure=table-rows]")).to_have_text(str(unique))

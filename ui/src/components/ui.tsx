@@ -102,6 +102,17 @@ export const fmt = {
     iso ? new Date(iso).toLocaleTimeString("en-GB", { hour12: false }) : "–",
   dateTime: (iso: string | null | undefined) =>
     iso ? new Date(iso).toLocaleString("en-GB", { hour12: false }) : "–",
+  bytes: (n: number | null | undefined) => {
+    if (n == null) return "–";
+    const units = ["B", "KB", "MB", "GB", "TB"];
+    let value = n;
+    let unit = 0;
+    while (value >= 1000 && unit < units.length - 1) {
+      value /= 1000;
+      unit += 1;
+    }
+    return `${unit ? value.toFixed(1) : value} ${units[unit]}`;
+  },
 };
 
 /** Save `text` as a file named `name` (no request leaves the page). */

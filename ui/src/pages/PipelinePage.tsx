@@ -78,6 +78,17 @@ export function PipelinePage({ id }: { id: string }) {
           <div><dt>Late events</dt><dd>{fmt.int(s.late)}</dd></div>
           <div><dt>Micro-batches</dt><dd>{fmt.int(s.batches)}</dd></div>
           <div><dt>Last micro-batch</dt><dd>{fmt.time(s.last_batch_at)}{s.last_batch_duration_ms != null ? `, ${s.last_batch_duration_ms} ms` : ""}</dd></div>
+          {s.isolation && (
+            <div><dt>Runs in</dt><dd data-figure="isolation" title="runtime.isolation">{s.isolation === "host" ? "the pipeline host (shared)" : "a process of its own"}</dd></div>
+          )}
+          {s.state_size && (
+            <div><dt>State</dt><dd data-figure="state" title="dedup state on disk; a join's state rows in Spark">
+              {s.state_size.dedup_disk_bytes != null ? `dedup ${fmt.bytes(s.state_size.dedup_disk_bytes)}` : ""}
+              {s.state_size.dedup_disk_bytes != null && s.state_size.spark_state_rows ? ", " : ""}
+              {s.state_size.spark_state_rows ? `join ${fmt.int(s.state_size.spark_state_rows)} rows` : ""}
+              {s.state_size.dedup_disk_bytes == null && !s.state_size.spark_state_rows ? "none" : ""}
+            </dd></div>
+          )}
         </dl>
       )}
       <div class="charts">
