@@ -27,8 +27,13 @@ from streamsift.service.core import PipelineService
 from streamsift.service.lifecycle import State
 from streamsift.service.pipeline_host import EXIT_ON_OOM
 from streamsift.spark_host.processes import kill_pid_tree
-from support.clickhouse import rows as endpoint_rows
-from support.service_pipeline import START_TIMEOUT_S, pipeline_doc, produce
+from support.service_pipeline import (
+    START_TIMEOUT_S,
+    all_exact,
+    pipeline_doc,
+    produce,
+    running_service,
+)
 from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -53,32 +58,32 @@ def chdb(data_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def service(data_dir: Path) -> Iterator[PipelineService]:
-    svc = PipelineService(data_dir, warm_host=True)
-    svc.start()
-    try:
+    with running_service(data_dir, warm_host=True) as svc:  # as `serve` starts it
         yield svc
-    finally:
-        svc.close(stop_all=True)
-
-
-def _tables(service: PipelineService, chdb: Path) -> dict[str, tuple[int, int]]:
-    host, port = service.endpoints.address(chdb)
-    return {name: endpoint_rows(port, name.replace("-", "_"), host=host) for name in EXACT}
-
-
-def _exact(service: PipelineService, chdb: Path, events: int) -> bool:
-    running = all(service.get(name).state is State.RUNNING for name in EXACT)
-    return running and all(v == (events, events) for v in _tables(service, chdb).values())
 
 
 def _wait_exact(service: PipelineService, chdb: Path, events: int, what: str) -> None:
     wait_for(
-        lambda: _exact(service, chdb, events),
+        lambda: all_exact(service, chdb, EXACT, events),
         START_TIMEOUT_S,
         what=f"every pipeline Running with {events} rows {what}",
         interval=0.5,
         ignoring=(OSError,),
     )
+
+
+def _wait_counts(service: PipelineService, events: int) -> None:
+    """Each pipeline's counts over all its runs equal its table: `events` written, each
+    read twice (the re-send), and the malformed messages read too."""
+    for name in EXACT:
+        expected = (events, 2 * events + (len(BAD_MESSAGES) if name == MALFORMED else 0))
+        wait_for(
+            lambda name=name, expected=expected: (
+                (service.status(name).written, service.status(name).read) == expected
+            ),
+            30,
+            what=f"{name}'s counts {expected}",
+        )
 
 
 def produce_in_steps(broker: Broker, ids: range, step: int = 20) -> None:
@@ -168,15 +173,7 @@ def test_kill_9_of_the_host_resumes_every_pipeline_exactly(
     notes = [c.note or "" for c in service.history(GOOD[1])]
     assert any("a new worker starts" in n for n in notes)
     assert service.status(MALFORMED).dlq == len(BAD_MESSAGES)  # not written twice
-    for name in EXACT:  # the counts over every run equal the table
-        expected = (300, 600 + (len(BAD_MESSAGES) if name == MALFORMED else 0))
-        wait_for(
-            lambda name=name, expected=expected: (
-                (service.status(name).written, service.status(name).read) == expected
-            ),
-            30,
-            what=f"{name}'s counts {expected}",
-        )
+    _wait_counts(service, 300)
 
 
 def test_the_hosts_jvm_dying_alone_restarts_the_host_exactly(
@@ -190,12 +187,4 @@ def test_the_hosts_jvm_dying_alone_restarts_the_host_exactly(
     jvm.kill()
     _wait_exact(service, chdb, 400, "after the host's JVM was killed")
     assert service.supervisor.host.pid not in (None, old_host)
-    for name in EXACT:
-        expected = (400, 800 + (len(BAD_MESSAGES) if name == MALFORMED else 0))
-        wait_for(
-            lambda name=name, expected=expected: (
-                (service.status(name).written, service.status(name).read) == expected
-            ),
-            30,
-            what=f"{name}'s counts {expected}",
-        )
+    _wait_counts(service, 400)

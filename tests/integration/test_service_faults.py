@@ -37,8 +37,13 @@ from streamsift.embedded.broker import Broker
 from streamsift.service.core import PipelineService
 from streamsift.service.lifecycle import State
 from streamsift.spark_host.processes import kill_pid_tree
-from support.clickhouse import rows as endpoint_rows
-from support.service_pipeline import pipeline_doc, produce, running_service
+from support.service_pipeline import (
+    all_exact,
+    pipeline_doc,
+    produce,
+    running_service,
+    tables,
+)
 from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -97,13 +102,11 @@ def service(data_dir: Path) -> Iterator[PipelineService]:
 
 
 def _tables(service: PipelineService, chdb: Path) -> dict[str, tuple[int, int]]:
-    host, port = service.endpoints.address(chdb)
-    return {name: endpoint_rows(port, name.replace("-", "_"), host=host) for name in NAMES}
+    return tables(service, chdb, NAMES)
 
 
 def _all_exact(service: PipelineService, chdb: Path, events: int) -> bool:
-    running = all(service.get(name).state is State.RUNNING for name in NAMES)
-    return running and all(v == (events, events) for v in _tables(service, chdb).values())
+    return all_exact(service, chdb, NAMES, events)
 
 
 def _recovered(service: PipelineService, chdb: Path, events: int, fault: str) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,8 @@ from confluent_kafka import Producer
 
 from streamsift.embedded.broker import Broker
 from streamsift.service.core import PipelineService
+from streamsift.service.lifecycle import State
+from support.clickhouse import rows
 
 START_TIMEOUT_S = 240  # for a pipeline to run, or its first rows: a Spark driver starts first
 
@@ -67,11 +69,28 @@ def produce(
 
 
 @contextlib.contextmanager
-def running_service(data_dir: Path) -> Iterator[PipelineService]:
-    """A started `PipelineService` on `data_dir`; at the end its pipelines are stopped."""
-    service = PipelineService(data_dir)
+def running_service(data_dir: Path, **options: Any) -> Iterator[PipelineService]:
+    """A started `PipelineService` on `data_dir` (`options`: the service's, e.g.
+    warm_host); at the end its pipelines are stopped."""
+    service = PipelineService(data_dir, **options)
     service.start()
     try:
         yield service
     finally:
         service.close(stop_all=True)
+
+
+def tables(
+    service: PipelineService, chdb: Path, names: Iterable[str]
+) -> dict[str, tuple[int, int]]:
+    """(rows, distinct event ids) of each pipeline's table in the embedded ClickHouse `chdb`,
+    read through the service's endpoint."""
+    host, port = service.endpoints.address(chdb)
+    return {name: rows(port, name.replace("-", "_"), host=host) for name in names}
+
+
+def all_exact(service: PipelineService, chdb: Path, names: Iterable[str], events: int) -> bool:
+    """Every pipeline of `names` Running, its table holding `events` rows, each event once."""
+    names = list(names)
+    running = all(service.get(name).state is State.RUNNING for name in names)
+    return running and all(v == (events, events) for v in tables(service, chdb, names).values())
