@@ -61,6 +61,7 @@ from streamsift.sdk import Client
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples/pipelines/users-dedup.yaml"
 MB = 1024 * 1024
+MAX_DELAY: str | None = None  # --max-delay: the dedup pipelines' sink.max_delay_time
 
 
 def start_serve(data_dir: Path, log: Path, isolation: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -166,6 +167,8 @@ def pipeline_doc(name: str, broker: Broker, ch_path: Path) -> dict[str, Any]:
     doc["sink"]["clickhouse"]["path"] = str(ch_path)
     doc["sink"]["table"] = name.replace("-", "_")
     doc["dlq"]["table"] = name.replace("-", "_") + "_dlq"
+    if MAX_DELAY:
+        doc["sink"]["max_delay_time"] = MAX_DELAY
     return doc
 
 
@@ -391,8 +394,11 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20, help="status requests per client")
     parser.add_argument("--idle", type=float, default=20.0, help="seconds idle, then measured")
     parser.add_argument("--modes", default="host,process", help="placements, in this order")
+    parser.add_argument("--max-delay", help="the dedup pipelines' max_delay_time (default 500ms)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
+    global MAX_DELAY
+    MAX_DELAY = args.max_delay
 
     def numbers(text: str) -> list[int]:
         return [int(x) for x in text.split(",") if x.strip()]

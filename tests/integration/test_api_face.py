@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 import yaml
 
@@ -33,6 +34,7 @@ from support.clickhouse import held_by_another_process
 from support.paths import REPO
 from support.ports import closed_port
 from support.servers import ServerThread
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 TOKEN = "t0ken-for-tests"
@@ -528,7 +530,20 @@ def test_streamsift_serve_starts_answers_and_stops_on_sigterm(tmp_path: Path) ->
             assert with_token.status_code == 200
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
-        assert proc.stderr.read().strip() == "streamsift serve: stopped"
+        # (its log may say the pipeline host was starting: serve starts it warm)
+        assert proc.stderr.read().strip().splitlines()[-1] == "streamsift serve: stopped"
+        data_dir = str((tmp_path / "data").resolve())
+        wait_for(
+            lambda: (
+                not any(
+                    "streamsift.service.pipeline_host" in " ".join(p.info["cmdline"] or [])
+                    and data_dir in " ".join(p.info["cmdline"] or [])
+                    for p in psutil.process_iter(["cmdline"])
+                )
+            ),
+            30,
+            what="its idle pipeline host gone with it",
+        )
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -15,6 +15,8 @@ of its own (`runtime.isolation: process`). Judged by counting, each test in turn
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,6 +138,18 @@ def test_five_pipelines_share_a_host_and_fail_alone(
     assert pools[GOOD[0]] == 1 and pools[GOOD[2]] == 3
     # the good ones went on while the refused one retried and failed
     assert all(service.history(name)[-1].to_state is State.RUNNING for name in GOOD)
+
+
+def test_the_host_answers_only_requests_with_its_token(data_dir: Path) -> None:
+    """Documents reach the host with secrets in clear: only the token's holder may talk."""
+    record_file = data_dir / "host" / "host.json"
+    assert record_file.stat().st_mode & 0o077 == 0, "host.json is readable by its owner only"
+    record = json.loads(record_file.read_text())
+    for request in ({"op": "ping"}, {"op": "ping", "token": "guess"}):
+        with socket.create_connection(("127.0.0.1", record["port"]), 10) as conn:
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            answer = json.loads(conn.makefile("rb").readline())
+        assert answer == {"ok": False, "error": "refused: wrong token"}
 
 
 def test_stop_edit_resume_of_one_while_the_others_write(

@@ -27,7 +27,7 @@ from typing import Any
 from streamsift.config.models import Isolation, Pipeline
 from streamsift.service.errors import HostUnavailable
 from streamsift.service.pipeline_host import HOST_DIR, LOG_FILE, RECORD_FILE
-from streamsift.spark_host.processes import command_line, kill_pid_tree
+from streamsift.spark_host.processes import command_line, kill_pid_tree, kill_tree
 from streamsift.spark_host.session import is_local_master, resolve_master
 
 HOST_MODULE = "streamsift.service.pipeline_host"
@@ -75,6 +75,7 @@ class HostLink:
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._alive_seen: tuple[int, float, bool] | None = None  # (pid, when, alive)
+        self.closed = False  # shut down by its service: nothing more starts
 
     @property
     def pid(self) -> int | None:
@@ -120,6 +121,9 @@ class HostLink:
         log.info("pipeline host starting (pid %d)", proc.pid)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
+            if self.closed:  # the server is going away: a host still starting goes too
+                kill_tree(proc)
+                raise HostUnavailable("the service closed while its pipeline host started")
             record = self._read_record()
             if record is not None and int(record["pid"]) == proc.pid:
                 self._record = record
@@ -220,9 +224,13 @@ class HostLink:
 
     def shutdown(self, wait_s: float = 30.0) -> None:
         """Ask the host to stop its pipelines and exit; killed if it is still there after
-        `wait_s` (its pipelines resume from their checkpoints)."""
+        `wait_s` (its pipelines resume from their checkpoints). A host still starting is
+        ended at once."""
+        self.closed = True
         pid = self.pid
         if pid is None:
+            if self._proc is not None and self._proc.poll() is None:  # still starting
+                kill_tree(self._proc)
             return
         with contextlib.suppress(HostUnavailable):
             self.request("shutdown")

@@ -305,6 +305,8 @@ def serve(data_dir: Path) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     # A JVM out of memory goes on half-broken; ended, the watch below sees it gone and the
     # service starts a new host, from which every pipeline resumes from its checkpoint.
+    # The JVM's options are the host's own, not those of the process that started it
+    os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
     shaping = os.environ.get("STREAMSIFT_JAVA_OPTIONS", "")
     os.environ["STREAMSIFT_JAVA_OPTIONS"] = f"{shaping} {EXIT_ON_OOM}".strip()
     spark = spark_session("streamsift-host", master=DEFAULT_MASTER, spark_conf=HOST_SPARK_CONF)

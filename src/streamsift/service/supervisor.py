@@ -133,7 +133,7 @@ class Supervisor:
         self._done.set()
         if self._thread.is_alive():
             self._thread.join(10)
-        if self.host.pid is not None and not self.host.running():
+        if not self.host.running():  # (also a host still starting)
             self.host.shutdown()
 
     # ------------------------------------------------------------------ workers
@@ -234,7 +234,8 @@ class Supervisor:
             try:
                 self.host.ensure(memory)
             except HostUnavailable as exc:
-                log.warning("%s (%s)", exc.message, exc.hint)
+                if not self.host.closed:
+                    log.warning("%s (%s)", exc.message, exc.hint)
 
         threading.Thread(target=warm, name="host-warm", daemon=True).start()
 
