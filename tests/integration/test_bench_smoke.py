@@ -3,7 +3,9 @@
 Every scenario and every baseline drains a 3,000-event backlog and must be exact (dedup-join
 and its raw baseline also read 300 profile events and must write exactly the reference's
 joined rows); the dedup scenario also runs live (one fixed-rate step, one ramp step). The
-report, results.json and the plots must exist.
+report, results.json and the plots must exist. The vectorised ceiling (raw_vec, with and
+without dedup) and streamsift's stages without Spark (nospark) must be exact, their sampled
+column values included; alternating pairs give each ratio with its spread.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ def test_bench_smoke_every_run_exact_and_report_written(tmp_path):
         "--ramp", "2000",
         "--duration", "2",
         "--join-window", "5s,10s",
+        "--pairs", "1",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["all_exact"] is True
-    expected_runs = {"raw", "raw_ingest", "quix", "ch_final", "ingest", "dedup"}
+    expected_runs = {"raw_naive", "raw_naive_ingest", "quix", "ch_final", "ingest", "dedup"}
+    expected_runs |= {"raw_vec", "raw_vec_ingest", "nospark"}
     assert set(results["drain"]) == expected_runs | {"dedup-join", "raw_join"}
     for name, run in results["drain"].items():
         assert run["exact"], (name, run)
@@ -55,6 +59,13 @@ def test_bench_smoke_every_run_exact_and_report_written(tmp_path):
     assert set(results["live"]) == {"dedup"}
     assert results["drain"]["dedup"]["rows"] == truth["expected_unique"]
     assert results["drain"]["ingest"]["rows"] == truth["produced"] == 3000
+    for name in ("raw_vec", "nospark", "dedup", "raw_naive", "quix"):
+        assert results["drain"][name]["rows"] == truth["expected_unique"], name
+    for name in ("raw_vec_ingest", "raw_naive_ingest", "ingest"):
+        assert results["drain"][name]["rows"] == truth["produced"], name
+    for name, run in results["drain"].items():  # column values checked, not only ids
+        if "join" not in name:
+            assert run["values"]["ok"] and run["values"]["rows_checked"] > 0, name
     assert (
         results["drain"]["ch_final"]["read_cost"]["rows_without_final"] >= truth["expected_unique"]
     )
@@ -78,6 +89,7 @@ def test_bench_server_mode_inserts_through_a_separate_clickhouse_process(tmp_pat
         "--events", "2000",
         "--out", str(out),
         "--baselines", "raw",
+        "--pairs", "1",
         "--clickhouse", "server",
         "--max-delay", "500ms",
         "--latency-rates", "1000",
@@ -88,7 +100,7 @@ def test_bench_server_mode_inserts_through_a_separate_clickhouse_process(tmp_pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["all_exact"] is True and results["options"]["clickhouse"] == "server"
-    assert set(results["drain"]) == {"raw", "dedup"}
+    assert set(results["drain"]) == {"raw_naive", "dedup"}  # raw: the naive one's old name
     assert results["drain"]["dedup"]["rows"] == results["dataset"]["expected_unique"]
     assert results["live"]["dedup"]["exact"]
     # the endpoint ran as its own process inside the run's tree and was measured with it
@@ -97,6 +109,34 @@ def test_bench_server_mode_inserts_through_a_separate_clickhouse_process(tmp_pat
     report = (out / "report.md").read_text()
     assert "a chdb-backed ClickHouse HTTP endpoint" in report
     assert "trigger every 500ms" in report
+
+
+def test_bench_pairs_alternate_runs_and_report_each_ratios_spread(tmp_path):
+    out = tmp_path / "bench"
+    proc = streamsift(
+        "bench",
+        "--scenario", "dedup",
+        "--events", "2000",
+        "--out", str(out),
+        "--baselines", "raw_vec,nospark",
+        "--pairs", "2",
+        "--no-live",
+        "--no-plots",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["all_exact"] is True and results["options"]["pairs"] == 2
+    for name in ("raw_vec", "nospark", "dedup"):
+        run = results["drain"][name]
+        assert len(run["rounds"]) == 2 and all(r["exact"] for r in run["rounds"]), name
+        assert run["rows"] == results["dataset"]["expected_unique"], name
+    ratios = {(r["ours"], r["baseline"]): r for r in results["ratios"]}
+    row = ratios[("dedup", "raw_vec")]
+    assert len(row["pairs"]["wall_rate"]) == 2 and row["spread"]["wall_rate"] is not None
+    assert row["unstable"] in (True, False)
+    assert ("dedup", "nospark") in ratios and ("nospark", "raw_vec") in ratios
+    report = (out / "report.md").read_text()
+    assert "**Start-up**" in report and "spread (processing / wall)" in report
 
 
 def test_bench_rejects_a_bad_trigger_interval(tmp_path):

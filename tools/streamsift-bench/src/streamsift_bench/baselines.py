@@ -1,8 +1,10 @@
 """Hand-written baselines: what a plain Python consumer achieves on the same data and sink.
 
-- `raw`: confluent-kafka consumer, `json.loads`, an in-memory set for first-wins dedup, Arrow
-  inserts of ~50k rows into ClickHouse: the "raw ceiling" of this machine.
-- `raw` without dedup: the same loop writing every message (the ingest ceiling).
+- `raw_naive` (alias `raw`): confluent-kafka consumer with librdkafka's fetch defaults,
+  `json.loads` per message, an in-memory set for first-wins dedup, Arrow columns built from
+  the dicts, inserts of ~50k rows on the loop's thread. A plain consumer, not a ceiling: the
+  vectorised one is raw_vec.py.
+- `raw_naive_ingest`: the same loop writing every message.
 - `ch_final`: every message into a ReplacingMergeTree (version = first attempt wins) and the
   dedup done by ClickHouse at read time with FINAL, whose read cost is measured too.
 - `raw_join`: the dedup-join scenario by hand: one consumer over both topics, first-wins
@@ -53,10 +55,26 @@ class Drained:
     inserts: int = 0
     first_at: float | None = None  # wall time of the first poll that returned messages
     done_at: float = 0.0
+    # when the first insert finished, and the messages read by then: the end of the "first
+    # batch", so a baseline's steady rate leaves out what streamsift's leaves out
+    first_insert: tuple[float, int] | None = None
+
+    def insert_finished(self) -> None:
+        if self.first_insert is None:
+            self.first_insert = (time.time(), self.consumed)
+
+    def steady_rate(self) -> float | None:
+        """Messages read after the first insert finished, over the time after it."""
+        if self.first_insert is None:
+            return None
+        at, read = self.first_insert
+        if self.done_at <= at or self.consumed <= read:
+            return None
+        return round((self.consumed - read) / (self.done_at - at), 1)
 
     def timings(self, started_wall: float) -> dict[str, Any]:
         """The result's time fields: processing (first message to last insert), wall and
-        start-up time from the worker process's start."""
+        start-up time from the worker process's start, and the steady rate."""
         first = self.first_at or self.done_at
         return {
             "processing_seconds": round(self.done_at - first, 3),
@@ -64,6 +82,7 @@ class Drained:
             "startup_seconds": round(first - started_wall, 3),
             "processing_started_at": self.first_at,
             "done_at": self.done_at,
+            "after_first_batch_rate": self.steady_rate(),
         }
 
 
@@ -112,6 +131,7 @@ def drain(
         if rows:
             done.inserted += rows
             done.inserts += 1
+            done.insert_finished()
             consumer.commit(asynchronous=True)  # after the insert: at-least-once
 
     try:
@@ -189,7 +209,10 @@ def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     def query(sql: str) -> tuple:
         return client.query(sql).result_rows[0]
 
-    check = verify(query, table, truth, dedup=dedup or final, final=final)
+    def rows(sql: str) -> list[tuple]:
+        return list(client.query(sql).result_rows)
+
+    check = verify(query, table, truth, dedup=dedup or final, final=final, rows=rows)
     result: dict[str, Any] = {
         "read": done.consumed,
         "written": done.inserted,

@@ -131,15 +131,23 @@ def rows_to_arrow(events: Sequence[dict], version: bool = False) -> pa.Table:
     return table
 
 
-def verify(query: Any, table: str, truth: dict[str, int], dedup: bool, final: bool = False) -> dict:
+def verify(
+    query: Any,
+    table: str,
+    truth: dict[str, Any],
+    dedup: bool,
+    final: bool = False,
+    rows: Callable[[str], list[tuple]] | None = None,
+) -> dict:
     """Compare a table with the generator's truth: exact or not, and every count behind it.
 
     `query(sql)` returns the first row of a result. With dedup every id must appear once
     in its first version (attempt 0) and the ids' checksum must match; without dedup every
-    produced message must be a row.
+    produced message must be a row. Given `rows(sql)` (all rows of a result) and a truth with
+    a `sample`, the sampled events' column values are compared too (`check_sample`).
     """
     source = f"{table} FINAL" if final else table
-    rows, distinct, later = (
+    count, distinct, later = (
         int(v)
         for v in query(f"SELECT count(), uniqExact(event_id), countIf(attempt > 0) FROM {source}")
     )
@@ -149,7 +157,7 @@ def verify(query: Any, table: str, truth: dict[str, int], dedup: bool, final: bo
     if dedup:
         expected = truth["expected_unique"]
         exact = (
-            rows == expected
+            count == expected
             and distinct == expected
             and later == 0
             and checksum == truth["id_checksum"]
@@ -157,17 +165,75 @@ def verify(query: Any, table: str, truth: dict[str, int], dedup: bool, final: bo
     else:
         expected = truth["produced"]
         exact = (
-            rows == expected
+            count == expected
             and distinct == truth["expected_unique"]
             and checksum == truth["id_checksum"]
         )
-    return {
+    out = {
         "expected_rows": expected,
-        "rows": rows,
+        "rows": count,
         "distinct_ids": distinct,
         "later_versions": later,
         "id_checksum_ok": checksum == truth["id_checksum"],
         "exact": exact,
+    }
+    if rows is not None and truth.get("sample"):
+        values = check_sample(rows, source, truth["sample"])
+        out["values"] = values
+        out["exact"] = exact and values["ok"]
+    return out
+
+
+# The sampled events' columns, as the truth holds them and as the table is read back.
+SAMPLE_COLUMNS = ("event_id", "amount", "user_id", "country", "session_id", "os", "created_ms")
+
+
+def check_sample(rows: Callable[[str], list[tuple]], source: str, sample: list[dict]) -> dict:
+    """The sampled events' rows against their truth: every row of a sampled id must hold the
+    event's values (amount, user, session, device, event time to the millisecond; a re-send
+    carries the same), and each id must have exactly one row of its first version."""
+    want = {e["event_id"]: e for e in sample}
+    ids = ", ".join(f"'{i}'" for i in sorted(want))
+    got = rows(
+        "SELECT event_id, amount, user_id, country, session_id, os, "
+        f"toUnixTimestamp64Milli(created_at), attempt FROM {source} WHERE event_id IN ({ids})"
+    )
+    firsts: dict[str, int] = dict.fromkeys(want, 0)
+    wrong: list[str] = []
+    for row in got:
+        event = want[row[0]]
+        firsts[row[0]] += int(row[-1]) == 0
+        for name, value in zip(SAMPLE_COLUMNS[1:], row[1:-1], strict=True):
+            expected = event[name]
+            same = (
+                abs(float(value) - expected) < 1e-9
+                if isinstance(expected, float)
+                else value == expected
+            )
+            if not same:
+                wrong.append(f"{row[0]} {name}: {value!r} != {expected!r}")
+    missing = sorted(i for i, n in firsts.items() if n != 1)
+    return {
+        "sampled": len(want),
+        "rows_checked": len(got),
+        "wrong_values": wrong[:10],
+        "ids_without_one_first_version": missing[:10],
+        "ok": not wrong and not missing,
+    }
+
+
+def sample_record(event: dict) -> dict:
+    """What the truth keeps of a sampled event (SAMPLE_COLUMNS)."""
+    from datetime import datetime
+
+    return {
+        "event_id": event["event_id"],
+        "amount": float(event["amount"]),
+        "user_id": event["user"]["id"],
+        "country": event["user"]["country"],
+        "session_id": event["session"]["id"],
+        "os": event["session"]["device"]["os"],
+        "created_ms": round(datetime.fromisoformat(event["created_at"]).timestamp() * 1000),
     }
 
 
@@ -287,13 +353,19 @@ LABELS = {
     "ingest": "streamsift ingest (parse + insert)",
     "dedup": "streamsift dedup (1h window)",
     "dedup-join": "streamsift dedup both sides + inner join (per left event)",
-    "raw": "raw consumer (json.loads + set dedup)",
-    "raw_ingest": "raw consumer, no dedup",
+    "raw_naive": "naive raw consumer (json.loads + set dedup, inserts inline)",
+    "raw_naive_ingest": "naive raw consumer, no dedup",
+    "raw_vec": "vectorised raw consumer (pyarrow JSON, Arrow dedup, inserts overlapped)",
+    "raw_vec_ingest": "vectorised raw consumer, no dedup",
+    "nospark": "streamsift's stages without Spark (parse + RocksDB dedup + batch writer)",
+    "nospark_ingest": "streamsift's stages without Spark, no dedup",
     "quix": "quixstreams (RocksDB dedup, batching sink)",
     "ch_final": "ClickHouse-side dedup (ReplacingMergeTree)",
     "raw_join": "raw consumer, dedup + in-memory join (per left event)",
     "dedup-large": "large drain: streamsift dedup (1h window)",
-    "raw-large": "large drain: raw consumer (json.loads + set dedup)",
+    "raw_naive-large": "large drain: naive raw consumer (json.loads + set dedup)",
+    "raw_vec-large": "large drain: vectorised raw consumer",
+    "nospark-large": "large drain: streamsift's stages without Spark",
     "quix-large": "large drain: quixstreams (RocksDB dedup, batching sink)",
 }
 

@@ -8,7 +8,7 @@ result; the result is written as JSON to `spec["result_path"]`.
 Kinds: `streamsift` (the real PipelineRunner, `mode` drain = availableNow over a backlog, or
 live = running until SIGTERM while the runner produces; with `join` in the spec, the
 dedup-join pipeline: both topics deduplicated, then an inner join), `raw` and `ch_final` (see
-baselines.py). The quixstreams baseline has its own entry point (quix_worker.py).
+baselines.py), `raw_vec` (raw_vec.py) and `nospark` (nospark.py). The quixstreams baseline has its own entry point (quix_worker.py).
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def _run_streamsift(
     if join:
         check = verify_join(first_row, JOIN_TABLE, truth["join"], join.get("mode", "interval"))
     else:
-        check = verify(first_row, TABLE, truth, dedup=spec["dedup"])
+        check = verify(first_row, TABLE, truth, dedup=spec["dedup"], rows=runner.writer.query_rows)
     started = spec["process_started"]
     batches = [recorder.batch_log[k] for k in sorted(recorder.batch_log)]
     if batches and batches[0].get("timestamp"):  # Spark's own start time of the first batch
@@ -330,6 +330,14 @@ def run(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
         from streamsift_bench.baselines import run_raw
 
         return run_raw(spec, progress)
+    if spec["kind"] == "raw_vec":
+        from streamsift_bench.raw_vec import run_raw_vec
+
+        return run_raw_vec(spec, progress)
+    if spec["kind"] == "nospark":
+        from streamsift_bench.nospark import run_nospark
+
+        return run_nospark(spec, progress)
     raise ValueError(f"unknown worker kind {spec['kind']!r}")
 
 

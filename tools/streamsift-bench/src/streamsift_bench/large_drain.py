@@ -3,7 +3,8 @@
 A second backlog, N events from the same generator settings in its own topic with its own
 truth, drained by streamsift dedup and the raw consumer and quixstreams baselines (those of
 `--baselines`), so that streamsift's steady rate covers most of the run rather than its
-warm-up. The results sit in the drain table as `dedup-large`, `raw-large`, `quix-large`.
+warm-up. The results sit in the drain table as `dedup-large`, `raw_naive-large`,
+`raw_vec-large`, `nospark-large`, `quix-large` (those of the baselines asked for).
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from streamsift_bench.common import TOPIC_CONFIG
 from streamsift_bench.loadgen import LoadGenerator, LoadSpec
 
 # result name -> the run kind it drains with
-LARGE_RUNS = {"dedup-large": "dedup", "raw-large": "raw", "quix-large": "quix"}
+LARGE_RUNS = {
+    "dedup-large": "dedup",
+    "raw_naive-large": "raw_naive",
+    "raw_vec-large": "raw_vec",
+    "nospark-large": "nospark",
+    "quix-large": "quix",
+}
 LARGE_DRAIN_EVENTS = 2_000_000  # `--scenario large-drain` without --drain-events
 
 
@@ -45,13 +52,12 @@ class DrainingBench(Protocol):
     def log(self, msg: str) -> None: ...
     def topic_name(self, label: str) -> str: ...
     def load_spec(self, **over: Any) -> LoadSpec: ...
-    def drain(
+    def drain_rounds(
         self,
-        name: str,
+        runs: list[tuple[str, str]],
         quix_python: str | None,
-        cluster_cores: int | None = None,
         backlog: Backlog | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> None: ...
 
 
 def large_drain(bench: DrainingBench, quix_python: str | None) -> None:
@@ -74,6 +80,5 @@ def large_drain(bench: DrainingBench, quix_python: str | None) -> None:
         dataset["broker_rss_mb"] = round(rss / 2**20)
     bench.results["dataset_large"] = dataset
     backlog = Backlog(topic, truth, truth_path, opts.max_rows_per_batch)
-    for result_name, name in LARGE_RUNS.items():
-        if name == "dedup" or name in opts.baselines:
-            bench.results["drain"][result_name] = bench.drain(name, quix_python, backlog=backlog)
+    names = [r for r, name in LARGE_RUNS.items() if name == "dedup" or name in opts.baselines]
+    bench.drain_rounds([(r, LARGE_RUNS[r]) for r in names], quix_python, backlog=backlog)

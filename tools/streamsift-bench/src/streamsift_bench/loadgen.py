@@ -43,6 +43,7 @@ from confluent_kafka import Producer
 from streamsift.sample_data.generator import BASE_TIME, EventSpec, make_event
 from streamsift.sample_data.reference import JoinTruth, reference_join
 from streamsift.sample_data.schema import id_checksum_part
+from streamsift_bench.common import sample_record
 
 _COUNTRIES = ["DE", "US", "FR", "IN", "BR", "JP", "GB", "NL", "PL", "ES"]
 _OS = ["android", "ios", "windows", "macos", "linux"]
@@ -86,6 +87,9 @@ class LoadSpec:
             raise ValueError("keys must be at least 1")
 
 
+SAMPLE_MAX = 200  # events whose column values the truth keeps
+
+
 @dataclass
 class LoadTruth:
     """What a correct dedup pipeline must hold after consuming everything that was sent."""
@@ -95,8 +99,22 @@ class LoadTruth:
     late: int = 0
     expected_unique: int = 0
     id_checksum: int = 0  # sum of id_checksum_part over the expected ids
+    # Column values of some original events (common.sample_record), spread over the stream:
+    # every `sample_every`-th original; when more than SAMPLE_MAX are held, every other one
+    # is dropped and the stride doubles. The verification compares them with the table.
+    sample: list[dict] = field(default_factory=list)
+    sample_every: int = 1
 
-    def as_dict(self) -> dict[str, int]:
+    def offer(self, index: int, event: dict) -> None:
+        """Consider the `index`-th original event for the sample."""
+        if index % self.sample_every:
+            return
+        self.sample.append(sample_record(event))
+        if len(self.sample) > SAMPLE_MAX:
+            self.sample = self.sample[::2]
+            self.sample_every *= 2
+
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -336,6 +354,7 @@ class LoadGenerator:
             else:
                 late = roll >= 1 - spec.late
                 event = self._new_event(late)
+                truth.offer(truth.expected_unique, event)
                 truth.expected_unique += 1
                 truth.id_checksum += id_checksum_part(event["event_id"])
                 if late:

@@ -16,23 +16,55 @@ from streamsift_bench.common import DRAIN_GRACE_S, LAG_BOUND_S, LAG_GROWTH_S, in
 
 
 def drain_rates(kind: str, result: dict[str, Any]) -> dict[str, Any]:
-    """Events per second over the processing time and over the wall time (start-up included).
+    """Events per second over the processing time and over the wall time (start-up included),
+    and the steady rate: after the first batch, for every run alike.
 
     streamsift's processing time is Spark's own account of its micro-batches (the sum of
-    batch durations); a baseline's is from its first message to its last insert. streamsift's
-    steady rate leaves out the first micro-batch, which pays for starting the Python workers.
+    batch durations); a baseline's is from its first message to its last insert. The steady
+    rate leaves out the first batch: streamsift's first micro-batch (which pays for starting
+    the Python workers), a baseline's reading up to the end of its first insert.
     """
     read = result.get("events") or result.get("read") or 0
     busy = result.get("busy_seconds") if kind == "streamsift" else result.get("processing_seconds")
     wall = result.get("wall_seconds")
     ok = bool(result.get("exact"))
-    steady = result.get("after_first_batch_rate") if kind == "streamsift" else None
+    steady = result.get("after_first_batch_rate")
     return {
         "processing_seconds": busy,
         "processing_rate": round(read / busy, 1) if ok and busy else None,
         "wall_rate": round(read / wall, 1) if ok and wall else None,
         "steady_rate": steady if ok else None,
+        "startup_seconds": result.get("startup_seconds"),
     }
+
+
+RATE_KEYS = ("processing_rate", "wall_rate", "steady_rate", "startup_seconds")
+
+
+def combine_rounds(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's repeats as one result: the first round's details, exact only if every round
+    was, its rates the median over the rounds (None when a round failed), and each round's
+    rates under `rounds` (the ratios pair them round by round, verdicts.ratios)."""
+    if len(results) == 1:
+        return results[0]
+    out = dict(results[0])
+    out["exact"] = all(r.get("exact") for r in results)
+    per_round = [{"exact": bool(r.get("exact")), **(r.get("rates") or {})} for r in results]
+    out["rounds"] = per_round
+    rates = dict(results[0].get("rates") or {})
+    for key in RATE_KEYS:
+        values = [r.get(key) for r in per_round]
+        rates[key] = median(values) if out["exact"] and all(v is not None for v in values) else None
+    out["rates"] = rates
+    return out
+
+
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return round((ordered[mid - 1] + ordered[mid]) / 2, 3)
 
 
 def judge_step(

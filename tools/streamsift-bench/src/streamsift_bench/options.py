@@ -14,7 +14,22 @@ CLUSTER_RUNS = {
     "dedup@1-worker": 1,
     "dedup@2-workers": 2,
 }  # the join scenario is measured draining a backlog only
-BASELINES = ("raw", "raw_ingest", "quix", "ch_final", "raw_join")
+# Baseline run names -> the worker kind that runs them (isolated_run.run). A name ending in
+# `_ingest` writes every message (no dedup) and runs only with the ingest scenario.
+BASELINE_KINDS = {
+    "raw_naive": "raw",  # json.loads per message, inserts on the loop's thread (baselines.py)
+    "raw_naive_ingest": "raw",
+    "raw_vec": "raw_vec",  # the vectorised ceiling (raw_vec.py)
+    "raw_vec_ingest": "raw_vec",
+    "nospark": "nospark",  # streamsift's stages without Spark (nospark.py)
+    "nospark_ingest": "nospark",
+    "quix": "quix",
+    "ch_final": "ch_final",
+    "raw_join": "raw",
+}
+BASELINES = tuple(BASELINE_KINDS)
+DEFAULT_BASELINES = tuple(b for b in BASELINES if b != "nospark_ingest")
+BASELINE_ALIASES = {"raw": "raw_naive", "raw_ingest": "raw_naive_ingest"}  # older names
 
 
 @dataclass
@@ -22,7 +37,9 @@ class BenchOptions:
     """Everything a bench run is parameterised by (recorded in results.json)."""
 
     scenarios: tuple[str, ...] = SCENARIOS
-    baselines: tuple[str, ...] = BASELINES
+    baselines: tuple[str, ...] = DEFAULT_BASELINES
+    # each drain run this many times, round-robin (A B A B): ratios per pair, their spread
+    pairs: int = 2
     events: int = 200_000
     out: Path = Path(".streamsift/bench")
     partitions: int = 3

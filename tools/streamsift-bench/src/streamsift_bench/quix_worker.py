@@ -52,6 +52,9 @@ def run_quix(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
                 counters["written"] += len(rows)
                 counters["inserts"] += 1
                 marks["last_insert"] = time.time()
+                if "first_insert" not in marks:  # the end of its "first batch" (steady rate)
+                    marks["first_insert"] = marks["last_insert"]
+                    counters["first_insert_read"] = counters["consumed"]
                 progress.write(read=counters["consumed"], written=counters["written"])
 
     stopper: dict[str, Any] = {}
@@ -91,7 +94,15 @@ def run_quix(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     def query(sql: str) -> tuple:
         return client.query(sql).result_rows[0]
 
-    check = verify(query, TABLE, truth, dedup=True)
+    def rows(sql: str) -> list[tuple]:
+        return list(client.query(sql).result_rows)
+
+    check = verify(query, TABLE, truth, dedup=True, rows=rows)
+    steady = None
+    after = marks.get("first_insert")
+    if after is not None and done_at > after:
+        later = counters["consumed"] - counters["first_insert_read"]
+        steady = round(later / (done_at - after), 1) if later > 0 else None
     started = spec["process_started"]
     first = marks.get("first", done_at)
     import quixstreams
@@ -105,6 +116,7 @@ def run_quix(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
         "startup_seconds": round(first - started, 3),
         "processing_started_at": first,
         "done_at": done_at,
+        "after_first_batch_rate": steady,
         "state_bytes": dir_bytes(work / "state"),
         "sink_bytes": dir_bytes(work / "clickhouse"),
         "quixstreams_version": quixstreams.__version__,

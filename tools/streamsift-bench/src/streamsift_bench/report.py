@@ -192,20 +192,9 @@ def markdown(results: dict) -> str:
             )
         if "dedup-join" in drain:
             lines += _join_section(drain["dedup-join"], o, drain.get("raw_join"))
+        lines += _startup_line(drain)
         if results.get("ratios"):
-            lines += ["### Ratios (streamsift / baseline)", ""]
-            lines += _table(
-                ["ratio", "processing rate", "steady rate (after 1st batch)", "wall rate"],
-                [
-                    [
-                        r["label"],
-                        _n(r["processing_rate"], 2),
-                        _n(r.get("steady_rate"), 2),
-                        _n(r["wall_rate"], 2),
-                    ]
-                    for r in results["ratios"]
-                ],
-            )
+            lines += _ratios_section(results["ratios"], o.get("pairs") or 1)
         cost = (drain.get("ch_final") or {}).get("read_cost")
         if cost:
             lines += [
@@ -230,7 +219,8 @@ def markdown(results: dict) -> str:
                 t["target"],
                 t["goal"],
                 (t.get("shown") or _n(t["measured"], 2 if isinstance(t["measured"], float) else 0))
-                + (f" (steady {t['steady']:.2f})" if t.get("steady") is not None else "")
+                + (f" (processing {_n(t['processing'], 2)})" if "processing" in t else "")
+                + (f" (spread {_spread(t['spread'])})" if t.get("spread") is not None else "")
                 + (
                     f" (steady {t['steady_rate']:,.0f})" if t.get("steady_rate") is not None else ""
                 ),
@@ -242,6 +232,61 @@ def markdown(results: dict) -> str:
     if results.get("plots"):
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in results["plots"]] + [""]
     return "\n".join(lines)
+
+
+def _spread(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _startup_line(drain: dict) -> list[str]:
+    """Start-up on a line of its own: process start to the first message read (baselines) or
+    to the first micro-batch (streamsift), median over the rounds."""
+    parts = [
+        f"{name} {_n((r.get('rates') or {}).get('startup_seconds', r.get('startup_seconds')), 1)} s"
+        for name, r in drain.items()
+        if r.get("exact")
+    ]
+    if not parts:
+        return []
+    return [
+        "**Start-up** (process start to the first message read; streamsift: to its first "
+        "micro-batch): " + ", ".join(parts) + ".",
+        "",
+    ]
+
+
+def _ratios_section(rows: list[dict], pairs: int) -> list[str]:
+    """Processing and wall ratios side by side, the steady one beside them, each the median of
+    its A B A B pairs with their spread; an unstable ratio is marked, not counted."""
+    lines = [
+        "### Ratios (streamsift / baseline)",
+        "",
+        f"Each ratio is the median of {pairs} pair(s) of runs alternating in this bench run (A B "
+        "A B); spread = (highest - lowest pair) / median, of the processing and wall ratios. "
+        "A ratio whose pairs disagree by more than 20% is **unstable**: reported, never counted "
+        "as a target met. Steady: both runs after their first batch (streamsift's first "
+        "micro-batch; a baseline's reading until its first insert finished).",
+        "",
+    ]
+
+    def stability(r: dict) -> str:
+        return {True: "**unstable**", False: "stable", None: "–"}[r.get("unstable")]
+
+    return lines + _table(
+        ["ratio", "processing", "wall", "steady", "spread (processing / wall)", "pairs"],
+        [
+            [
+                r["label"],
+                _n(r["processing_rate"], 2),
+                _n(r["wall_rate"], 2),
+                _n(r.get("steady_rate"), 2),
+                f"{_spread(r['spread'].get('processing_rate'))} / "
+                f"{_spread(r['spread'].get('wall_rate'))}",
+                stability(r),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def _large_section(ds: dict, ours: dict, batch_rows: int | None) -> list[str]:

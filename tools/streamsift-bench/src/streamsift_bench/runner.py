@@ -43,6 +43,7 @@ from streamsift_bench.loadgen import JoinLoadSpec, LoadGenerator, LoadSpec
 from streamsift_bench.measures import (
     attach_batch_phases,
     attach_latency,
+    combine_rounds,
     drain_rates,
     load_average,
     machine_info,
@@ -50,7 +51,7 @@ from streamsift_bench.measures import (
     ramp_limit,
     sustained_rate,
 )
-from streamsift_bench.options import CLUSTER_RUNS, LIVE_SCENARIOS, BenchOptions
+from streamsift_bench.options import BASELINE_KINDS, CLUSTER_RUNS, LIVE_SCENARIOS, BenchOptions
 from streamsift_bench.profiles import Profiler
 from streamsift_bench.resources import TreeSampler, process_cpu
 
@@ -125,18 +126,12 @@ class Bench:
                 return self._done(started)
             if opts.scenarios:
                 self.results["dataset"] = self._load_backlog()
-            for name in opts.baselines if opts.scenarios else ():
-                if name == "raw_ingest" and "ingest" not in opts.scenarios:
-                    continue
-                if name == "raw_join" and "dedup-join" not in opts.scenarios:
-                    continue
-                self.results["drain"][name] = self.drain(name, quix_python)
             if opts.master:
                 for label, cores in CLUSTER_RUNS.items():
                     self.results["drain"][label] = self.drain("dedup", None, cores)
                 return self._done(started)
-            for scenario in opts.scenarios:
-                self.results["drain"][scenario] = self.drain(scenario, None)
+            plan = [(b, b) for b in opts.baselines if self._runs_with(b, opts.scenarios)]
+            self.drain_rounds(plan + [(s, s) for s in opts.scenarios], quix_python)
             if opts.drain_events:
                 large_drain(self, quix_python)
             if opts.live:
@@ -147,6 +142,34 @@ class Bench:
             if self.broker is not None:
                 self.broker.stop()
         return self._done(started)
+
+    @staticmethod
+    def _runs_with(baseline: str, scenarios: tuple[str, ...]) -> bool:
+        """A baseline runs beside the scenario it is a reference for."""
+        if baseline.endswith("_ingest"):
+            return "ingest" in scenarios
+        if baseline == "raw_join":
+            return "dedup-join" in scenarios
+        return bool(scenarios)
+
+    def drain_rounds(
+        self,
+        runs: list[tuple[str, str]],
+        quix_python: str | None,
+        backlog: Backlog | None = None,
+    ) -> None:
+        """Drain with each (result name, run name) of `runs`, `opts.pairs` rounds in turn
+        (A B A B: each pair of runs alternates), and record each run with its rounds
+        (measures.combine_rounds)."""
+        rounds = max(1, self.opts.pairs)
+        done: dict[str, list[dict[str, Any]]] = {r: [] for r, _ in runs}
+        for k in range(rounds):
+            if rounds > 1:
+                self.log(f"round {k + 1} of {rounds}")
+            for result_name, name in runs:
+                done[result_name].append(self.drain(name, quix_python, backlog=backlog, round_no=k))
+        for result_name, results in done.items():
+            self.results["drain"][result_name] = combine_rounds(results)
 
     def _done(self, started: float) -> dict[str, Any]:
         from streamsift_bench.report import finish
@@ -239,19 +262,14 @@ class Bench:
         quix_python: str | None,
         cluster_cores: int | None = None,
         backlog: Backlog | None = None,
+        round_no: int = 0,
     ) -> dict[str, Any]:
         """Drain the backlog (by default the main one) with one run kind, in its own process,
         and measure it; with `cluster_cores`, on `opts.master` with that many executor cores
-        of one core each."""
+        of one core each. `round_no` > 0: a repeat (its own work directory)."""
         backlog = backlog or self.backlog
         assert backlog is not None, "load a backlog first"
-        kind = {
-            "raw": "raw",
-            "raw_ingest": "raw",
-            "raw_join": "raw",
-            "quix": "quix",
-            "ch_final": "ch_final",
-        }.get(name, "streamsift")
+        kind = BASELINE_KINDS.get(name, "streamsift")
         if kind == "quix" and quix_python is None:
             return {"ok": False, "exact": False, "error": self.results.get("quix_unavailable")}
         join = None
@@ -275,11 +293,13 @@ class Bench:
         label = name if cluster_cores is None else f"{name}-{cluster_cores}-cores"
         if backlog is not self.backlog:
             label = f"{label}-{backlog.truth['produced']}"
+        if round_no:
+            label = f"{label}-r{round_no + 1}"
         run = self._new_run(
             f"drain-{label}",
             kind=kind,
             topic=backlog.topic,
-            dedup=name not in ("ingest", "raw_ingest"),
+            dedup=name != "ingest" and not name.endswith("_ingest"),
             join=join,
             mode="drain",
             # At least 4 micro-batches, so the first one (which pays for starting Spark's

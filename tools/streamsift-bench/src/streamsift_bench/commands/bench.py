@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsift.cli.output import fail
+from streamsift_bench.options import BASELINES, DEFAULT_BASELINES
 
 
 def _rates(text: str) -> tuple[int, ...]:
@@ -77,9 +78,29 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--baselines",
-        default="raw,raw_ingest,quix,ch_final,raw_join",
-        help="comma-separated subset of raw,raw_ingest,quix,ch_final,raw_join ('' for none; "
-        "raw_ingest runs with the ingest scenario, raw_join with dedup-join)",
+        default=",".join(DEFAULT_BASELINES),
+        help=f"comma-separated subset of {','.join(BASELINES)} ('' for none; the *_ingest ones "
+        "run with the ingest scenario, raw_join with dedup-join; raw and raw_ingest are the "
+        "old names of raw_naive and raw_naive_ingest)",
+    )
+    p.add_argument(
+        "--pairs",
+        type=int,
+        default=2,
+        help="run every drain this many times, alternating (A B A B): each ratio is the median "
+        "of its pairs, with their spread; > 20%% apart marks it unstable (default 2)",
+    )
+    p.add_argument(
+        "--readme",
+        type=Path,
+        metavar="README.md",
+        help="do not run: rewrite the bench block of this file from --results (readme.py)",
+    )
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=Path("docs/benchmarks/results.json"),
+        help="with --readme: the results.json the figures come from",
     )
     p.add_argument(
         "--join-events",
@@ -169,6 +190,8 @@ def register(subparsers: Any) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from streamsift_bench.runner import Bench
 
+    if args.readme is not None:
+        return _readme(args)
     if args.scenario == "formats":
         return _formats(args)
     try:
@@ -191,6 +214,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not results.get("all_exact"):
         print("FAILED: at least one run did not match the generator's truth", file=sys.stderr)
         return 1
+    return 0
+
+
+def _readme(args: argparse.Namespace) -> int:
+    """`--readme`: the README's bench block rewritten from a results.json."""
+    from streamsift_bench.readme import ReadmeError, update_readme
+
+    try:
+        changed = update_readme(args.readme, args.results)
+    except ReadmeError as exc:
+        return fail(str(exc), code=2)
+    print(f"{args.readme}: {'updated' if changed else 'already current'} from {args.results}")
     return 0
 
 
@@ -224,9 +259,23 @@ def bench_options(args: argparse.Namespace) -> Any:
     from streamsift.config.durations import format_duration, parse_duration
     from streamsift_bench.commands.loadgen import join_windows
     from streamsift_bench.large_drain import LARGE_DRAIN_EVENTS
-    from streamsift_bench.options import BASELINES, LIVE_SCENARIOS, SCENARIOS, BenchOptions
+    from streamsift_bench.options import (
+        BASELINE_ALIASES,
+        BASELINES,
+        LIVE_SCENARIOS,
+        SCENARIOS,
+        BenchOptions,
+    )
 
-    baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
+    baselines = tuple(
+        dict.fromkeys(
+            BASELINE_ALIASES.get(b.strip(), b.strip())
+            for b in args.baselines.split(",")
+            if b.strip()
+        )
+    )
+    if args.pairs < 1:
+        raise ValueError("--pairs must be at least 1")
     unknown = sorted(set(baselines) - set(BASELINES))
     if unknown:
         raise ValueError(f"unknown baseline(s) {', '.join(unknown)}; use {', '.join(BASELINES)}")
@@ -269,6 +318,7 @@ def bench_options(args: argparse.Namespace) -> Any:
         soak_window=args.soak_window,
         **({} if args.soak_linger_ms is None else {"soak_linger_ms": args.soak_linger_ms}),
         baselines=baselines,
+        pairs=args.pairs,
         events=args.events,
         out=args.out,
         partitions=args.partitions,

@@ -162,7 +162,7 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
             gen.write_truth(args.truth, {"send": report.as_dict()})
     summary: dict[str, Any] = {
         **report.as_dict(),
-        **gen.truth.as_dict(),
+        **{k: v for k, v in gen.truth.as_dict().items() if k not in ("sample", "sample_every")},
         "topic": args.topic,
         "truth_file": str(args.truth) if args.truth else None,
     }
