@@ -65,6 +65,11 @@ def test_steady_rates_are_symmetric_and_rounds_combine_into_medians():
     # steady over steady (never streamsift's steady over a baseline's processing rate)
     assert row["pairs"]["steady_rate"] == [0.545, 0.556]
     assert row["spread"]["processing_rate"] == 0.0 and row["unstable"] is False
+    text = markdown(_results(dedup=ours, raw_vec=base))
+    assert "| 55,000 |" in text and "| 100,000 |" in text  # steady shown for every run
+    del base["rates"]["steady_rate"]  # one run without: shown for none
+    text = markdown(_results(dedup=ours, raw_vec=base))
+    assert "Steady rates: not shown" in text and "| 55,000 |" not in text
 
 
 def test_pairs_that_disagree_mark_the_ratio_unstable_and_never_meet_a_target():
