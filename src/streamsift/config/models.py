@@ -308,11 +308,19 @@ class Pipeline(ConfigModel):
             sides[side_name] = scopes[side.source]
         if join.left.source == join.right.source:
             raise ValueError("join.right.source: must differ from join.left.source")
-        if join.mode is JoinMode.LATEST and self.runtime.state_store is StateStore.MEMORY:
+        if join.mode is not JoinMode.INTERVAL and self.runtime.state_store is StateStore.MEMORY:
             raise ValueError(
-                "runtime.state_store: memory cannot hold a join of mode latest (Spark's "
-                "transformWithState keeps its state in RocksDB); use rocksdb"
+                f"runtime.state_store: memory cannot hold a join of mode {join.mode.value} "
+                "(Spark's transformWithState keeps its state in RocksDB); use rocksdb"
             )
+        if join.mode is JoinMode.TABLE:
+            i = ids.index(join.right.source)
+            if sources[i].transform or sources[i].filter is not None:
+                raise ValueError(
+                    f"sources[{i}].{'filter' if sources[i].filter else 'transform'}: the table "
+                    "side of join.mode table takes no computed fields or filter (a tombstone "
+                    "has no fields to give them)"
+                )
         if len(join.left.key) != len(join.right.key):
             raise ValueError(
                 f"join.right.key: the left key has {len(join.left.key)} field(s), "

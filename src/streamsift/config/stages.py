@@ -182,6 +182,7 @@ class JoinMode(str, Enum):
 
     INTERVAL = "interval"  # every right record of its key inside the windows (one row per pair)
     LATEST = "latest"  # the right version current at its event time (one row per left record)
+    TABLE = "table"  # the right topic is a table: its key's current value (one row per left)
 
 
 class JoinSide(ConfigModel):
@@ -189,11 +190,21 @@ class JoinSide(ConfigModel):
 
     `time_window` is how long this side's events wait for a match from the other side: a right
     event at tr matches a left event at tl when tl - right.time_window <= tr <= tl + left.time_window.
+    The right side of `mode: table` has none (a key's value stays until a tombstone), and may
+    have a `ttl` instead: a value is forgotten once the watermark passes its time + ttl.
     """
 
     source: str
     key: tuple[str, ...] = Field(min_length=1)
-    time_window: Window
+    time_window: Window | None = None
+    ttl: Duration | None = None
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl(cls, v: timedelta | None) -> timedelta | None:
+        if v is not None and v <= timedelta(0):
+            raise ValueError("must be positive")
+        return v
 
     @field_validator("key", mode="before")
     @classmethod
@@ -243,12 +254,46 @@ class Join(ConfigModel):
             raise ValueError("must not be negative")
         return v
 
+    @model_validator(mode="after")
+    def _windows(self) -> Join:
+        """Both windows, except the right one of a table (which may have a ttl instead)."""
+        table = self.mode is JoinMode.TABLE
+        if self.left.time_window is None:
+            raise ValueError("join.left.time_window: required field is missing")
+        if self.left.ttl is not None:
+            raise ValueError("join.left.ttl: only the right side of join.mode table has a ttl")
+        if table and self.right.time_window is not None:
+            raise ValueError(
+                "join.right.time_window: the right side of join.mode table has no window (a "
+                "key's value stays until a tombstone); use join.right.ttl to forget old values"
+            )
+        if not table and self.right.time_window is None:
+            raise ValueError("join.right.time_window: required field is missing")
+        if not table and self.right.ttl is not None:
+            raise ValueError("join.right.ttl: only with join.mode table")
+        if table and len(self.right.key) != 1:
+            raise ValueError(
+                "join.right.key: the table side has one key field (a tombstone's Kafka key "
+                "is its value)"
+            )
+        return self
+
+    @property
+    def left_window(self) -> timedelta:
+        assert self.left.time_window is not None  # checked above
+        return self.left.time_window
+
+    @property
+    def right_window(self) -> timedelta:
+        """The right window; a table side has none (0)."""
+        return self.right.time_window or timedelta(0)
+
     @property
     def lateness(self) -> timedelta:
         """The watermark delay: by default the larger of the two windows."""
         if self.allowed_lateness is not None:
             return self.allowed_lateness
-        return max(self.left.time_window, self.right.time_window)
+        return max(self.left_window, self.right_window)
 
 
 def source_scope(source: KafkaSource) -> dict[str, FieldRef]:

@@ -78,6 +78,9 @@ class SourceProcessor:
     format: str = "json"  # avro / protobuf: decoded with the writer schemas `schemas` finds
     schemas: SchemaLookup | None = None
     flag_new_fields: bool = False  # sink.on_new_fields add_columns/dlq (transforms/schema_drift)
+    # The table side of `join.mode: table`: a keyed message with a null value is a tombstone,
+    # a good row with null fields, its Kafka key kept and no raw value (not a dead letter).
+    tombstones: bool = False
 
     @classmethod
     def build(
@@ -90,6 +93,7 @@ class SourceProcessor:
         schemas: SchemaLookup | None = None,
         state_url: str | None = None,
         flag_new_fields: bool = False,
+        tombstones: bool = False,
     ) -> SourceProcessor:
         """`state_dir` is the checkpoint's `dedup` directory; `state_url` the dedup state's
         shared location, if it is shared (transforms/dedup/layout.py)."""
@@ -106,6 +110,7 @@ class SourceProcessor:
             format=source_format,
             schemas=schemas,
             flag_new_fields=flag_new_fields,
+            tombstones=tombstones,
         )
 
     def spark_struct(self) -> StructType:
@@ -152,6 +157,15 @@ class SourceProcessor:
             )
         if self.flag_new_fields:  # after dedup: a re-sent record is still a duplicate
             flag_new_fields(records.values, errors, keep, frozenset(f.path for f in self.fields))
+        tombstone = [False] * n
+        if self.tombstones:  # their event time is the Kafka timestamp (they have no fields)
+            tombstone = [
+                v is None and k is not None
+                for v, k in zip(records.values, records.keys, strict=True)
+            ]
+            for i in (i for i, t in enumerate(tombstone) if t):
+                errors[i] = None
+            event_time = pc.if_else(pa.array(tombstone, pa.bool_()), kafka_ts, event_time)
         # Dead letters carry no event time, so they never move the join's watermark.
         event_time = pc.if_else(
             pa.array([e is None for e in errors], pa.bool_()),
@@ -159,7 +173,10 @@ class SourceProcessor:
             pa.scalar(None, pa.timestamp("us", tz="UTC")),
         )
 
-        drop_raw = [e is None and not self.keep_raw for e in errors]
+        drop_raw = [
+            e is None and not self.keep_raw and not t
+            for e, t in zip(errors, tombstone, strict=True)
+        ]
         # The metadata columns' values; their types come from the schema (config/rows.py).
         meta = {
             "_topic": [records.topic] * n,

@@ -21,6 +21,7 @@ from typing import Any
 from streamsift.config.models import (
     Dedup,
     FieldRef,
+    JoinMode,
     KafkaSource,
     NewFields,
     Pipeline,
@@ -171,6 +172,9 @@ def source_processor(
         schemas=schema_lookup(src),
         state_url=state_url,
         flag_new_fields=pipeline.sink.on_new_fields is not NewFields.IGNORE,
+        tombstones=pipeline.join is not None
+        and pipeline.join.mode is JoinMode.TABLE
+        and pipeline.join.right.source == src.id,
     )
 
 

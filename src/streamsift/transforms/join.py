@@ -41,6 +41,10 @@ from streamsift.config.rows import (
 from streamsift.config.stages import JoinMode
 from streamsift.config.types import SPARK_SQL_TYPES, FieldType
 
+# A good row of a table side that is a tombstone: the source processor keeps its Kafka key
+# and no value (engine/processor.py `tombstones`); other good rows there keep neither.
+TOMBSTONE = "_error IS NULL AND _raw IS NULL AND _key IS NOT NULL"
+
 
 def build_join(
     pipeline: Pipeline, sides: dict[str, tuple[Any, dict[str, FieldRef]]]
@@ -64,6 +68,8 @@ def build_join(
         lt, rt = left_scope[lk].type, right_scope[rk].type
         key_types.append(SPARK_SQL_TYPES[FieldType.FLOAT if lt != rt else lt])
 
+    table = join.mode is JoinMode.TABLE
+
     def prepared(frame: Any, scope: dict[str, FieldRef], keys: tuple[str, ...], side: str) -> Any:
         frame = frame.withColumns(
             {
@@ -71,10 +77,20 @@ def build_join(
                 for i, k in enumerate(keys)
             }
         )
+        if table and side == "right":  # a tombstone's key is its Kafka key, as text
+            frame = frame.withColumns(
+                {
+                    join_key_column(0): F.when(
+                        F.expr(TOMBSTONE),
+                        F.expr(f"try_cast(CAST(_key AS STRING) AS {key_types[0]})"),
+                    ).otherwise(F.col(join_key_column(0)))
+                }
+            )
         used = {scope[o.field].column for o in join.output if o.from_ == side}
         payload = {ref.column for name, ref in scope.items() if not name.startswith("_kafka.")}
         frame = frame.drop(*sorted(payload - used))
-        frame = frame.withWatermark("_event_time", lateness)
+        if not (table and side == "right"):  # a table's time does not hold the left back
+            frame = frame.withWatermark("_event_time", lateness)
         frame = frame.repartition(*[F.col(join_key_column(i)) for i in range(len(keys))])
         every_column = ", ".join(f"`{c}`" for c in frame.columns)
         split = F.expr(
@@ -86,7 +102,7 @@ def build_join(
     left = prepared(left_frame, left_scope, join.left.key, "left")
     right = prepared(right_frame, right_scope, join.right.key, "right")
 
-    if join.mode is JoinMode.LATEST:
+    if join.mode is not JoinMode.INTERVAL:
         from streamsift.transforms.join_latest import latest_pairs
 
         pairs, scope = latest_pairs(
@@ -124,8 +140,8 @@ def _interval_pairs(
     """`join.mode: interval`: Spark's stream-stream join, every pair inside the windows."""
     from pyspark.sql import functions as F
 
-    window_l = int(join.left.time_window.total_seconds() * 1_000_000)
-    window_r = int(join.right.time_window.total_seconds() * 1_000_000)
+    window_l = int(join.left_window.total_seconds() * 1_000_000)
+    window_r = int(join.right_window.total_seconds() * 1_000_000)
     condition = F.expr(
         f"r._event_time >= l._event_time - INTERVAL {window_r} MICROSECONDS AND "
         f"r._event_time <= l._event_time + INTERVAL {window_l} MICROSECONDS"

@@ -30,10 +30,15 @@ from pyspark.sql.streaming.stateful_processor import (
     TimerValues,
 )
 
-from streamsift.config.models import FieldRef, Join, JoinType
+from streamsift.config.models import FieldRef, Join, JoinMode, JoinType
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, RIGHT_RECORD_COLUMNS, join_key_column
 from streamsift.config.types import SPARK_SQL_TYPES
-from streamsift.transforms.join_latest_rule import Record, Windows, decode, encode, step
+from streamsift.transforms.join_latest_rule import Record, Step, Windows, decode, encode, step
+from streamsift.transforms.join_table_rule import TableRule
+
+# A table side's rows are never behind the watermark: they carry this time in the grouped
+# frame (their own stays inside the record), so Spark's late-row filter passes them all.
+NEVER_LATE = "9999-12-31 00:00:00"
 
 # Timestamps inside the packed fields keep their microseconds (to_json's default is millis).
 JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
@@ -71,26 +76,35 @@ def latest_pairs(
         payload = F.to_json(F.struct(*fields), JSON_OPTIONS) if fields else F.lit("{}")
         # one text column per record: Spark hands each key's rows to pandas column by
         # column, and that costs per column and key more than splitting the text does
+        kind = F.lit("L" if side == "left" else "R")
+        event_time = F.col("_event_time")
+        if table and side == "right":
+            from streamsift.transforms.join import TOMBSTONE
+
+            kind = F.when(F.expr(TOMBSTONE), F.lit("T")).otherwise(kind)
+            event_time = F.lit(NEVER_LATE).cast("timestamp")
         record = F.concat_ws(
             "|",
-            F.lit("L" if side == "left" else "R"),
+            kind,
             F.unix_micros("_event_time"),
             "_partition",
             "_offset",
             payload,
         )
-        return frame.select(*keys, "_event_time", record.alias(RECORD))
+        return frame.select(*keys, event_time.alias("_event_time"), record.alias(RECORD))
 
-    windows = Windows(
-        int(join.left.time_window.total_seconds() * 1_000_000),
-        int(join.right.time_window.total_seconds() * 1_000_000),
-    )
+    table = join.mode is JoinMode.TABLE
+    left_us = int(join.left_window.total_seconds() * 1_000_000)
+    rule: Any = LatestRule(Windows(left_us, int(join.right_window.total_seconds() * 1_000_000)))
+    if table:
+        ttl = join.right.ttl
+        rule = TableRule(left_us, None if ttl is None else int(ttl.total_seconds() * 1_000_000))
     rows = (
         shaped(left, "left")
         .unionByName(shaped(right, "right"))
         .groupBy(*keys)
         .transformWithState(
-            LatestJoinProcessor(windows, join.type is JoinType.LEFT),
+            LatestJoinProcessor(rule, join.type is JoinType.LEFT),
             OUTPUT_SCHEMA,
             "Append",
             "EventTime",
@@ -128,6 +142,25 @@ def _meta(column: Any, left_source: str) -> Any:
     return value.cast(column.sql_type).alias(column.name)
 
 
+class LatestRule:
+    """`join.mode: latest`'s rule (join_latest_rule.step) in the shape the processor calls."""
+
+    def __init__(self, windows: Windows) -> None:
+        self.windows = windows
+
+    def __call__(
+        self,
+        rights: tuple[Record, ...],
+        lefts: tuple[Record, ...],
+        new_rights: list[Record],
+        new_tombstones: list[Record],
+        new_lefts: list[Record],
+        watermark_us: int,
+        key_is_null: bool = False,
+    ) -> Step:
+        return step(rights, lefts, new_rights, new_lefts, watermark_us, self.windows, key_is_null)
+
+
 class LatestJoinProcessor(StatefulProcessor):
     """What Spark runs per key: with the key's new records of a micro-batch, and when the
     key's timer passes (a waiting left record's window ends, or the versions expire).
@@ -137,8 +170,8 @@ class LatestJoinProcessor(StatefulProcessor):
     to the JVM, so a call makes few: read, write (or clear), and a timer change only when the
     wake-up time moves."""
 
-    def __init__(self, windows: Windows, left_outer: bool) -> None:
-        self.windows = windows
+    def __init__(self, rule: Any, left_outer: bool) -> None:
+        self.rule = rule  # LatestRule, or join_table_rule.TableRule for `mode: table`
         self.left_outer = left_outer
 
     def init(self, handle: StatefulProcessorHandle) -> None:
@@ -148,23 +181,22 @@ class LatestJoinProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[Any], timerValues: TimerValues
     ) -> Iterator[Any]:
-        new_rights: list[Record] = []
-        new_lefts: list[Record] = []
+        new: dict[str, list[Record]] = {"L": [], "R": [], "T": []}
         for row in rows:
             side, et, p, o, payload = row[RECORD].split("|", 4)
-            record = Record(int(et), int(p), int(o), payload)
-            (new_lefts if side == "L" else new_rights).append(record)
-        return self._step(key, new_rights, new_lefts, timerValues, None)
+            new[side].append(Record(int(et), int(p), int(o), payload))
+        return self._step(key, new["R"], new["T"], new["L"], timerValues, None)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[Any]:
-        return self._step(key, [], [], timerValues, expiredTimerInfo.getExpiryTimeInMs())
+        return self._step(key, [], [], [], timerValues, expiredTimerInfo.getExpiryTimeInMs())
 
     def _step(
         self,
         key: Any,
         new_rights: list[Record],
+        new_tombstones: list[Record],
         new_lefts: list[Record],
         timer_values: TimerValues,
         expired_ms: int | None,
@@ -177,14 +209,15 @@ class LatestJoinProcessor(StatefulProcessor):
             rights, lefts = decode(rights_text), decode(lefts_text)
         watermark_ms = max(timer_values.getCurrentWatermarkInMs(), 0)
         key_is_null = any(k is None or k != k for k in key)  # NaN: a NULL float key
-        result = step(
-            rights, lefts, new_rights, new_lefts, watermark_ms * 1000, self.windows, key_is_null
+        result = self.rule(
+            rights, lefts, new_rights, new_tombstones, new_lefts, watermark_ms * 1000, key_is_null
         )
         wake_ms = None
-        if result.wake_us is None:
+        if not result.rights and not result.lefts:
             self.state.clear()
-        else:
+        elif (result.rights, result.lefts) != (rights, lefts):
             self.state.update((encode(result.rights), encode(result.lefts)))
+        if result.wake_us is not None:
             wake_ms = max(-(-result.wake_us // 1000), watermark_ms + 1)  # rounded up
         for timer in self.handle.listTimers():
             if timer != wake_ms and timer != expired_ms:  # an expired one goes by itself

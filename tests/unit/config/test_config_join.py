@@ -214,7 +214,7 @@ def test_join_errors_name_the_field(changes: dict, expected: str) -> None:
 def test_join_mode_is_interval_unless_latest_is_asked_for() -> None:
     assert parse_pipeline(JOINED).join.mode.value == "interval"
     assert parse_pipeline(edit(JOINED, join__mode="latest")).join.mode.value == "latest"
-    assert "join.mode: Input should be 'interval' or 'latest'" in problem(
+    assert "join.mode: Input should be 'interval', 'latest' or 'table'" in problem(
         edit(JOINED, join__mode="newest")
     )
 
@@ -233,3 +233,53 @@ def test_single_and_joined_forms_exclude_each_other() -> None:
     doc = edit(JOINED, source=SINGLE["source"])
     assert problem(doc).startswith("source: give either source")
     assert problem(edit(SINGLE, source=None)) == "source: required field is missing"
+
+
+# ------------------------------------------------------------------ mode table
+
+
+def test_a_table_join_has_no_right_window_and_an_optional_ttl() -> None:
+    right = {"source": "users", "key": "user.id", "ttl": "1d"}
+    join = parse_pipeline(edit(JOINED, join__mode="table", join__right=right)).join
+    assert join is not None and join.right.ttl is not None
+    assert join.right.ttl.total_seconds() == 86_400 and join.right.time_window is None
+    assert join.lateness.total_seconds() == 3600  # the left window
+    right = {"source": "users", "key": "user.id"}
+    assert (
+        parse_pipeline(edit(JOINED, join__mode="table", join__right=right)).join.right.ttl is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"join__mode": "table"}, "join.right.time_window: the right side of join.mode table"),
+        ({"join__right__ttl": "1h"}, "join.right.ttl: only with join.mode table"),
+        ({"join__right__time_window": None}, "join.right.time_window: required field is missing"),
+        (
+            {
+                "join__mode": "table",
+                "join__right": {"source": "users", "key": "user.id", "ttl": "0s"},
+            },
+            "join.right.ttl: must be positive",
+        ),
+        (
+            {
+                "join__mode": "table",
+                "join__right": {"source": "users", "key": "user.id"},
+                "sources__1__filter": "user.name != 'x'",
+            },
+            "sources[1].filter: the table side of join.mode table takes no",
+        ),
+        (
+            {
+                "join__mode": "table",
+                "join__right": {"source": "users", "key": "user.id"},
+                "runtime": {"state_store": "memory"},
+            },
+            "runtime.state_store: memory cannot hold a join of mode table",
+        ),
+    ],
+)
+def test_table_join_errors_name_the_field(changes: dict, expected: str) -> None:
+    assert expected in problem(edit(JOINED, **changes))

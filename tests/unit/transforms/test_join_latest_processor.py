@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamsift.transforms.join_latest import LatestJoinProcessor
+from streamsift.transforms.join_latest import LatestJoinProcessor, LatestRule
 from streamsift.transforms.join_latest_rule import Windows
 
 M_MS = 60_000  # a minute in ms
@@ -73,7 +73,7 @@ def record(side: str, minute: int, offset: int, fields: str) -> dict[str, Any]:
 
 
 def processor(left_outer: bool = True) -> tuple[LatestJoinProcessor, FakeHandle]:
-    p, handle = LatestJoinProcessor(W, left_outer), FakeHandle()
+    p, handle = LatestJoinProcessor(LatestRule(W), left_outer), FakeHandle()
     p.init(handle)  # type: ignore[arg-type]
     return p, handle
 

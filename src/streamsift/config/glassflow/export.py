@@ -6,7 +6,7 @@ SDK (its pydantic v3 model) accepts. What v3 cannot say is approximated or left 
 such loss is named in `V3Export.notes` (docs/glassflow.md lists them):
 
 - dedup modes `last` and `exact`, composite dedup or join keys, left joins, interval joins
-  (GlassFlow's join is `mode: latest`), event time
+  and table joins (GlassFlow's join is `mode: latest`), event time
   (`schema.event_time`), computed fields and filters (Spark SQL, not GlassFlow's expr-lang),
   Kafka `properties` and CA files, DLQ table names, runtime settings: left out;
 - field types `timestamp` and `json` become `string` (GlassFlow parses DateTime columns from
@@ -291,7 +291,13 @@ def _join(pipeline: Pipeline, notes: list[str]) -> dict[str, Any]:
         notes.append(
             f"join.type: a {join.type.value} join has no GlassFlow v3 form (temporal inner joins only); shown as temporal"
         )
-    if join.mode is not JoinMode.LATEST:
+    if join.mode is JoinMode.TABLE:
+        notes.append(
+            "join.mode: table has no GlassFlow v3 form (GlassFlow keeps a right record for its "
+            "time_window only, and has no tombstones); shown as temporal, the right "
+            "time_window being the ttl, or the left window without one"
+        )
+    elif join.mode is not JoinMode.LATEST:
         notes.append(
             f"join.mode: GlassFlow joins each left record once, with the newest right record "
             f"of its key (mode latest); this {join.mode.value} join's row per matching pair "
@@ -308,7 +314,7 @@ def _join(pipeline: Pipeline, notes: list[str]) -> dict[str, Any]:
         sides[name] = {
             "source_id": side.source,
             "key": side.key[0],
-            "time_window": format_duration(side.time_window),
+            "time_window": format_duration(side.time_window or join.right.ttl or join.left_window),
         }
     output = []
     for out in join.output:
