@@ -1,5 +1,8 @@
 """`join.mode: latest` in Spark: one row per left record, with the right version current at
-its event time (the rule and its state: transforms/join_latest_rule.py).
+its event time (the rule and its state: transforms/join_latest_rule.py). `join.mode: table`
+runs in the same processor with the table's rule (transforms/join_table_rule.py): its right
+rows (values, and tombstones marked `T`) carry a far-future time in the grouped frame, so
+Spark's late-row filter, which only the left side's watermark drives, never drops them.
 
 Both sides' good records are brought to one shape — the join key, the event time (with each
 side's watermark) and one text column `side|µs|partition|offset|fields`, the fields the output

@@ -104,6 +104,17 @@ def test_a_latest_join_exports_losslessly_and_an_interval_join_is_named_as_a_los
     assert "join.mode: GlassFlow joins each left record once" in notes
 
 
+def test_a_table_join_is_named_as_not_expressible(sdk_model: Any) -> None:
+    ours = convert_glassflow(glassflow_example("glassflow-join-v3.json"))
+    ours["join"]["mode"] = "table"
+    ours["join"]["right"].pop("time_window")
+    ours["join"]["right"]["ttl"] = "1d"
+    exported = export_v3(parse_pipeline(ours))
+    assert "join.mode: table has no GlassFlow v3 form" in "\n".join(exported.notes)
+    assert exported.document["join"]["right_source"]["time_window"] == "1d"
+    sdk_model.model_validate(exported.document)
+
+
 @pytest.mark.parametrize(
     ("ours", "v3", "lost"),
     [
