@@ -21,6 +21,7 @@ HEADLINE = (
     ("dedup-large", "quix-large"),
     ("dedup", "raw_vec"),
     ("dedup", "nospark"),
+    ("nospark", "raw_vec"),
     ("ingest", "raw_vec_ingest"),
     ("dedup", "quix"),
     ("dedup-join", "raw_join"),
