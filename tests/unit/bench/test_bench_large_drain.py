@@ -89,7 +89,7 @@ def _results(quix_exact: bool = True) -> dict:
             "broker_rss_mb": 2_500,
         },
         "drain": {
-            "raw-large": _run("raw", 40.0, 45.0),
+            "raw_naive-large": _run("raw", 40.0, 45.0, after_first_batch_rate=50_000.0),
             "quix-large": _run("quix", 80.0, 100.0, exact=quix_exact),
             "dedup-large": _run(
                 "streamsift", 50.0, 62.5, batches=10, after_first_batch_rate=45_000.0
@@ -102,8 +102,9 @@ def _results(quix_exact: bool = True) -> dict:
 def test_the_large_drain_is_compared_with_its_own_baselines_and_reported():
     results = _results()
     found = {(r["ours"], r["baseline"]): r for r in ratios(results)}
-    assert found[("dedup-large", "raw-large")]["processing_rate"] == 0.8  # 40,000 / 50,000
-    assert found[("dedup-large", "raw-large")]["steady_rate"] == 0.9  # 45,000 / 50,000
+    assert found[("dedup-large", "raw_naive-large")]["processing_rate"] == 0.8  # 40k / 50k
+    # steady over steady (issue 30): 45,000 / 50,000, never over the baseline's processing rate
+    assert found[("dedup-large", "raw_naive-large")]["steady_rate"] == 0.9
     assert found[("dedup-large", "quix-large")]["processing_rate"] == 1.6  # 40,000 / 25,000
     assert found[("dedup-large", "quix-large")]["wall_rate"] == 1.6  # 32,000 / 20,000
     results["ratios"], results["targets"] = found.values(), targets(results)

@@ -168,16 +168,16 @@ def test_a_failed_run_gets_no_rate_and_no_ratio():
         "options": {"payload_bytes": 1024, "partitions": 3, "duplicates": 0.2, "keys": 10},
         "machine": {"cores": 2, "cpu": "", "memory_gb": 1, "python": "3", "versions": {}},
         "drain": {
-            "raw": {**ok, "rates": drain_rates("raw", ok)},
+            "raw_vec": {**ok, "rates": drain_rates("raw_vec", ok)},
             "dedup": {**bad, "rates": drain_rates("streamsift", bad)},
         },
         "live": {},
     }
-    assert results["drain"]["raw"]["rates"]["processing_rate"] == 2_000
+    assert results["drain"]["raw_vec"]["rates"]["processing_rate"] == 2_000
     assert results["drain"]["dedup"]["rates"]["processing_rate"] is None
     assert ratios(results)[0]["processing_rate"] is None
     met = {t["target"]: t["met"] for t in targets(results)}
-    assert met["dedup vs raw consumer (processing rate)"] is None
+    assert met["dedup drain vs raw_vec (wall, start-up included)"] is None
     text = markdown({**results, "ratios": ratios(results), "targets": targets(results)})
     assert "**FAILED**" in text and "SOME RUNS FAILED" in text
 
