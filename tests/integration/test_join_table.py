@@ -10,18 +10,23 @@ round 4 runs continuously, so its second batch sees the watermark its first one 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+import signal
+from datetime import datetime, timedelta
 
 import pytest
 
 from streamsift.config import parse_pipeline
+from streamsift.engine.faults import FAULT_ENV
 from streamsift.engine.runner import PipelineRunner
+from support.cli import run_until_caught_up
+from support.clickhouse import Endpoint
 from support.join_events import T0, H, M, encode, order, orders_join_users_doc, user
 from support.join_runs import run_until
 
 pytestmark = pytest.mark.integration
 
 TTL = 2 * H
+S = timedelta(seconds=1)
 TOMBSTONE = None  # a users message with a null value
 # Each round: (orders, users) produced before its run; users as (id, profile doc or None).
 ROUNDS = [
@@ -117,3 +122,41 @@ def test_table_lookup(how, broker, chdb_path, tmp_path, unique_name, produce_mes
     assert sorted(rows, key=str) == sorted(want, key=str)
     dlq = runner.writer.query_rows(f"SELECT count() FROM {pipeline.dlq_table}")
     assert dlq == [(0,)]  # the tombstone is not a dead letter
+
+
+def test_kill_9_mid_run_then_resume_writes_each_order_once(
+    broker, tmp_path, unique_name, produce_messages
+):
+    """`streamsift run` killed (SIGKILL) right after its 3rd insert, inside a micro-batch that
+    is then re-run, and run to the end: each order once, with its user's one value (an order
+    read before its user waits for it: the rows do not depend on the batches)."""
+    orders = [order(f"o{i}", f"u{i % 110}", T0 + i * S) for i in range(2_000)]
+    users = [(f"u{u}", user(f"u{u}", f"n{u}", T0)) for u in range(100)]  # u100-u109: none
+    orders_topic, users_topic = f"{unique_name}_orders", f"{unique_name}_users"
+    broker.create_topic(orders_topic, 2)
+    broker.create_topic(users_topic, 2)
+    produce_messages(users_topic, users_messages(users))
+    produce_messages(orders_topic, encode(orders, "order_id"))
+    ep = Endpoint(tmp_path / "clickhouse")
+    try:
+        doc = orders_join_users_doc(broker, None, tmp_path, unique_name, "inner", "1h")
+        doc["join"]["mode"] = "table"
+        doc["join"]["right"] = {"source": "users", "key": "user.id"}
+        del doc["sources"][1]["dedup"]
+        doc["sink"].update(clickhouse={"host": "127.0.0.1", "port": ep.port}, max_batch_size=200)
+        doc["runtime"]["max_rows_per_batch"] = 700
+        table = doc["sink"]["table"]
+        crashed = run_until_caught_up(doc, tmp_path, env={FAULT_ENV: "kill_after_insert:3"})
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+        partial = ep.count(table)
+        done = run_until_caught_up(doc, tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        rows = ep.client.query(f"SELECT order_id, name FROM {table}").result_rows
+        names = {d["user"]["id"]: d["user"]["name"] for _, d in users}
+        expected = sorted(
+            (o["order_id"], names[o["user_id"]]) for o in orders if o["user_id"] in names
+        )
+        assert 0 < partial < len(expected)
+        assert sorted(rows) == expected
+    finally:
+        ep.stop()
