@@ -54,17 +54,33 @@ def _join(p: Pipeline) -> str:
     j = p.join
     if j is None:
         return "none"
+    ttl = getattr(j.right, "ttl", None)
     return (
-        f"{'+'.join(j.left.key)} within {format_duration(j.left.time_window)} = "
-        f"{'+'.join(j.right.key)} within {format_duration(j.right.time_window)}"
+        f"{j.mode.value}: {'+'.join(j.left.key)} within {_window(j.left.time_window)} = "
+        f"{'+'.join(j.right.key)} within {_window(j.right.time_window)}"
+        + ("" if ttl is None else f", ttl {format_duration(ttl)}")
     )
 
 
+def _window(window: Any) -> str:
+    """A side's window; a table side (join.mode table) has none."""
+    return "no window" if window is None else format_duration(window)
+
+
 def _join_keys(p: Pipeline) -> tuple[Any, ...] | None:
+    """What a join's state is built on: its mode (each keeps its own state), keys, windows
+    and the table side's ttl."""
     j = p.join
     if j is None:
         return None
-    return (j.left.key, j.left.time_window, j.right.key, j.right.time_window)
+    return (
+        j.mode,
+        j.left.key,
+        j.left.time_window,
+        j.right.key,
+        j.right.time_window,
+        getattr(j.right, "ttl", None),
+    )
 
 
 def keep_masked_secrets(

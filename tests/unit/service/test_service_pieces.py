@@ -112,3 +112,36 @@ def test_lag_per_partition_from_a_progress_report() -> None:
     }
     assert lag_by_partition(progress) == {"events/0": 2, "events/1": 0, "events/2": 0}
     assert lag_by_partition({}) == {}
+
+
+def _join(mode: str, **right: Any) -> Any:
+    from support.pipeline_docs import fields, join_doc, join_source, mapping
+
+    orders = join_source("orders", "orders", fields(("order_id", "string"), ("user_id", "string")))
+    users = join_source("users", "users", fields(("id", "string"), ("name", "string")))
+    sides: dict[str, Any] = {
+        "left": {"source": "orders", "key": "user_id", "time_window": "5m"},
+        "right": {"source": "users", "key": "id", **right},
+    }
+    return parse_pipeline(
+        join_doc(
+            name="j",
+            sources=[orders, users],
+            join={"mode": mode, **sides, "output": [{"from": "left", "field": "order_id"}]},
+            table="t",
+            mapping=mapping(("order_id", "order_id", "String")),
+        )
+    )
+
+
+def test_a_join_edit_names_its_mode_and_a_table_sides_ttl_and_a_new_mode_needs_a_reset() -> None:
+    table = _join("table", ttl="1h")
+    assert state_changes(table, table) == []
+    longer = state_changes(table, _join("table", ttl="2h"))
+    assert longer == [
+        "join keys or windows table: user_id within 5m = id within no window, "
+        "ttl 1h -> table: user_id within 5m = id within no window, ttl 2h"
+    ]
+    latest = _join("latest", time_window="1h")
+    (change,) = state_changes(latest, _join("interval", time_window="1h"))
+    assert change.startswith("join keys or windows latest: ") and "-> interval: " in change
