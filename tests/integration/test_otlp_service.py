@@ -74,6 +74,12 @@ def test_service_receives_otlp_for_its_pipelines_on_the_bundled_broker(tmp_path)
             assert sorted(rows) == sorted(spans)
             assert service.status("svc-traces").dlq == 0
         finally:  # the server leaves pipelines running for the next one: stop them
+            # (rows may come before the run's status says running: a Created one can't stop)
+            wait_for(
+                lambda: all(r.state.value != "Created" for r in service.list()),
+                120,
+                what="every pipeline started",
+            )
             for record in service.list():
                 service.stop(record.id)
             wait_for(
