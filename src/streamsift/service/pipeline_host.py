@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streamsift.service.pipeline_run import EXIT_RESTART, STOP_GRACE_S, PipelineRun
+from streamsift.service.pipeline_run import EXIT_RESTART, STOP_GRACE_S, PipelineRun, exit_now
 
 HOST_DIR = "host"
 RECORD_FILE = "host.json"
@@ -212,7 +212,7 @@ class PipelineHost:
                 EXIT_RESTART,
             )
         log.error("the Spark JVM is gone: the host exits for the service to start a new one")
-        _exit_now(EXIT_RESTART)
+        exit_now(EXIT_RESTART)
 
     def shutdown(self) -> None:
         """Stop every pipeline gracefully, then exit."""
@@ -226,7 +226,7 @@ class PipelineHost:
         for each in hosted:
             each.thread.join(each.run.stop_timeout_s + 2 * STOP_GRACE_S)
         log.info("the host shuts down")
-        _exit_now(0)
+        exit_now(0)
 
     def idle(self) -> bool:
         """No pipeline runs here, and nobody asked anything for IDLE_EXIT_S."""
@@ -326,14 +326,7 @@ def serve(data_dir: Path) -> int:
             host.lost_jvm()
         if host.idle():
             log.info("idle for %.0fs with no pipeline: the host exits", IDLE_EXIT_S)
-            _exit_now(0)
-
-
-def _exit_now(code: int) -> None:
-    """Leave without waiting for Spark's threads."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+            exit_now(0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,11 +19,10 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from streamsift.service.pipeline_run import (
     EXIT_FAILED,
@@ -31,6 +30,7 @@ from streamsift.service.pipeline_run import (
     STATUS_FILE,
     STOP_GRACE_S,
     PipelineRun,
+    exit_now,
 )
 
 __all__ = ["EXIT_FAILED", "EXIT_RESTART", "STATUS_FILE", "main", "run"]
@@ -61,7 +61,7 @@ def run(
         return pipeline_run.run()
     except AbortRequested:
         pipeline_run.end("stopped", None, "aborted: the micro-batch in flight was not committed", 0)
-        _exit_now(ABORTED_EXIT_CODE)
+        exit_now(ABORTED_EXIT_CODE)
 
 
 def _end_after(seconds: float, pipeline_run: PipelineRun) -> None:
@@ -76,18 +76,11 @@ def _end_after(seconds: float, pipeline_run: PipelineRun) -> None:
         )
         log.warning("%s", note)
         pipeline_run.end("stopped", None, note, 0)
-        _exit_now(0)
+        exit_now(0)
 
     timer = threading.Timer(seconds, end)
     timer.daemon = True
     timer.start()
-
-
-def _exit_now(code: int) -> NoReturn:
-    """Leave without waiting for Spark's threads (as the CLI does after an abort)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

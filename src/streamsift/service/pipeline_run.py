@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 STATUS_FILE = "status.json"
 STATUS_EVERY_S = 1.0
@@ -99,9 +100,7 @@ class StatusFile:
             if not force and news == self._written and now - self._written_at < UNCHANGED_EVERY_S:
                 return
             self._written, self._written_at = news, now
-            tmp = self.path.with_name(f".{self.path.name}.tmp")
-            tmp.write_text(json.dumps(status, indent=1))
-            os.replace(tmp, self.path)
+            write_status(self.path.parent, status)
 
     def snapshot(self) -> dict[str, Any]:
         runner = self.runner
@@ -127,6 +126,21 @@ class StatusFile:
         for secret in self.secrets:
             text = text.replace(secret, "***")
         return text
+
+
+def write_status(directory: Path, status: dict[str, Any]) -> None:
+    """Replace `<directory>/status.json` whole (a temporary file, then a rename): a reader
+    never sees half of it."""
+    tmp = Path(directory) / f".{STATUS_FILE}.tmp"
+    tmp.write_text(json.dumps(status, indent=1))
+    os.replace(tmp, Path(directory) / STATUS_FILE)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Leave the process without waiting for Spark's threads."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def read_status(directory: Path) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ from typing import Any
 from streamsift.config.models import Pipeline
 from streamsift.service.errors import HostUnavailable
 from streamsift.service.host_link import HostLink
-from streamsift.service.pipeline_run import EXIT_RESTART, STATUS_FILE, read_status
+from streamsift.service.pipeline_run import EXIT_RESTART, STATUS_FILE, read_status, write_status
 from streamsift.spark_host.processes import command_line, kill_pid_tree, kill_tree
 
 WORKER_MODULE = "streamsift.service.pipeline_process"
@@ -212,7 +212,7 @@ class Supervisor:
                 )
             except HostUnavailable as exc:
                 log.warning("pipeline %s: %s", pipeline_id, exc.message)
-                _write_status(
+                write_status(
                     directory,
                     {
                         "state": "retrying",
@@ -353,10 +353,3 @@ class Supervisor:
             callback(*args)
         except Exception:  # one pipeline's bookkeeping must not stop the watch of the others
             log.exception("pipeline %s: handling its worker's report failed", args[0])
-
-
-def _write_status(directory: Path, status: dict[str, Any]) -> None:
-    """A status written on a run's behalf (one that never reached its host)."""
-    tmp = directory / f".{STATUS_FILE}.tmp"
-    tmp.write_text(json.dumps(status))
-    os.replace(tmp, directory / STATUS_FILE)
