@@ -37,6 +37,10 @@ def format_validation_error(exc: ValidationError) -> list[str]:
             msg = "unknown field (check its spelling and docs/configuration.md)"
         elif err["type"] == "missing":
             msg = "required field is missing"
+        base = loc.rsplit("[", 1)[0]
+        if loc.endswith("]") and msg.startswith(base + "."):
+            # a list item's own check names its path without the index: join[1] + join.left.x
+            loc, msg = loc + msg[len(base) :].split(":", 1)[0], msg.split(":", 1)[1].strip()
         lines.append(f"{loc}: {msg}" if loc else msg)
     return lines
 

@@ -1,6 +1,7 @@
 """The pipeline document: frozen pydantic models, validated once when a file is loaded.
 
-A pipeline reads one Kafka topic (`source`) or two joined ones (`sources` + `join`),
+A pipeline reads one Kafka topic (`source`) or joined ones (`sources` + `join`: two topics
+and one join, or N topics and a chain of N-1 join steps),
 optionally removes duplicates (`dedup`), computes fields (`transform`), keeps records that
 pass a `filter`, and writes the result into one ClickHouse table (`sink`). Bad records go to
 a dead-letter table (`dlq`). See docs/configuration.md for every field and its default.
@@ -23,6 +24,12 @@ from pydantic import (
 
 from streamsift.config.alerts import Alerts
 from streamsift.config.base import MAX_DEDUP_WINDOW, ConfigModel, Duration, shorten
+from streamsift.config.join_chain import (
+    check_chain_shape,
+    check_sources,
+    check_steps,
+    join_steps,
+)
 from streamsift.config.otlp import OtlpSource, with_otlp_defaults
 from streamsift.config.rows import KAFKA_FIELDS
 from streamsift.config.runtime_limits import DEFAULT_STOP_TIMEOUT, Retry
@@ -54,11 +61,7 @@ from streamsift.config.stages import (
     check_stage,
     source_scope,
 )
-from streamsift.config.types import (
-    SCALAR_TYPES,
-    FieldType,
-    check_compatible,
-)
+from streamsift.config.types import FieldType, check_compatible
 
 # The document's entry point: its parts live in base, source, stages and sink.
 __all__ = [
@@ -170,6 +173,17 @@ class Runtime(ConfigModel):
 # ---------------------------------------------------------------------------- pipeline
 
 
+def _join_kind(value: Any) -> str:
+    """`join` is one mapping (two sources) or a list of steps (a chain over N sources)."""
+    return "<steps>" if isinstance(value, (list, tuple)) else "<one>"
+
+
+JoinSpec = Annotated[
+    Annotated[Join, Tag("<one>")] | Annotated[tuple[Join, ...], Tag("<steps>")],
+    Discriminator(_join_kind),
+]
+
+
 def _source_kind(value: Any) -> str:
     """`source` is an OTLP source when its `type` says otlp.*; else a Kafka topic."""
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
@@ -187,14 +201,15 @@ SingleSource = Annotated[
 
 
 class Pipeline(ConfigModel):
-    """A whole pipeline document (format version 1): one `source`, or two `sources` + `join`."""
+    """A whole pipeline document (format version 1): one `source`, or `sources` + `join` (two
+    sources and one join, or N sources and a list of N-1 join steps)."""
 
     version: Literal[1] = 1
     name: str
     source_: SingleSource | None = Field(default=None, alias="source")
     sources: tuple[JoinSource, ...] | None = None
     dedup: Dedup | None = None
-    join: Join | None = None
+    join: JoinSpec | None = None
     transform: tuple[Transform, ...] = ()
     filter: str | None = None
     sink: ClickHouseSink
@@ -228,6 +243,8 @@ class Pipeline(ConfigModel):
             raise ValueError("source: required field is missing")
         if self.sources is None and self.join is not None:
             raise ValueError("join: a join needs two sources: write them under sources")
+        if self.sources is not None:
+            self._check_join_shape()
         if not self.fields_pending:  # else: once runtime has fetched the registry's fields
             self._check_fields()
         if self.dlq_table == self.sink.table:
@@ -264,11 +281,12 @@ class Pipeline(ConfigModel):
                     )
         return source_scope(self.primary_source)
 
-    def _check_join(self) -> dict[str, FieldRef]:
+    def _check_join_shape(self) -> None:
+        """How many sources, and which steps read them (config/join_chain.py)."""
         sources = self.sources or ()
-        if len(sources) != 2:
+        if len(sources) < 2:
             raise ValueError(
-                f"sources: a join reads exactly two sources, got {len(sources)}; "
+                f"sources: a join reads two or more sources, got {len(sources)}; "
                 "a single topic goes under source"
             )
         if self.join is None:
@@ -277,97 +295,19 @@ class Pipeline(ConfigModel):
             raise ValueError(
                 "dedup: with two sources, dedup goes inside each source (sources[i].dedup)"
             )
-        ids = [s.id for s in sources]
-        if ids[0] == ids[1]:
-            raise ValueError(f"sources[1].name: both sources are called {ids[0]!r}; name them")
-        if sources[0].topic == sources[1].topic:
-            raise ValueError("sources[1].topic: the two sources must read different topics")
-        scopes: dict[str, dict[str, FieldRef]] = {}
-        for i, src in enumerate(sources):
-            where = f"sources[{i}]."
-            if src.dedup is not None:
-                for key in src.dedup.key:
-                    if src.schema_.field(key) is None:
-                        raise ValueError(
-                            f"{where}dedup.key: {key!r} is not a field of sources[{i}].schema"
-                        )
-                if src.dedup.mode is DedupMode.LAST:
-                    raise ValueError(
-                        f"{where}dedup.mode: mode last is not supported on joined sources "
-                        "(a joined row has no single version); use first or exact"
-                    )
-            scopes[src.id] = check_stage(source_scope(src), src.transform, src.filter, where)
-        join = self.join
-        sides: dict[str, dict[str, FieldRef]] = {}
-        for side_name, side in (("left", join.left), ("right", join.right)):
-            if side.source not in scopes:
-                raise ValueError(
-                    f"join.{side_name}.source: {side.source!r} is not a source "
-                    f"(sources: {', '.join(ids)})"
-                )
-            sides[side_name] = scopes[side.source]
-        if join.left.source == join.right.source:
-            raise ValueError("join.right.source: must differ from join.left.source")
-        if join.mode is not JoinMode.INTERVAL and self.runtime.state_store is StateStore.MEMORY:
+        modes = {step.mode for step in self.joins}
+        if modes - {JoinMode.INTERVAL} and self.runtime.state_store is StateStore.MEMORY:
+            mode = next(m for m in (JoinMode.LATEST, JoinMode.TABLE) if m in modes)
             raise ValueError(
-                f"runtime.state_store: memory cannot hold a join of mode {join.mode.value} "
+                f"runtime.state_store: memory cannot hold a join of mode {mode.value} "
                 "(Spark's transformWithState keeps its state in RocksDB); use rocksdb"
             )
-        if join.mode is JoinMode.TABLE:
-            i = ids.index(join.right.source)
-            if sources[i].transform or sources[i].filter is not None:
-                raise ValueError(
-                    f"sources[{i}].{'filter' if sources[i].filter else 'transform'}: the table "
-                    "side of join.mode table takes no computed fields or filter (a tombstone "
-                    "has no fields to give them)"
-                )
-        if len(join.left.key) != len(join.right.key):
-            raise ValueError(
-                f"join.right.key: the left key has {len(join.left.key)} field(s), "
-                f"the right key {len(join.right.key)}"
-            )
-        for i, (lk, rk) in enumerate(zip(join.left.key, join.right.key, strict=True)):
-            for side_name, key in (("left", lk), ("right", rk)):
-                if key not in sides[side_name]:
-                    raise ValueError(
-                        f"join.{side_name}.key: {key!r} is not a field of source "
-                        f"{getattr(join, side_name).source!r}"
-                    )
-            lt, rt = sides["left"][lk].type, sides["right"][rk].type
-            if lt not in SCALAR_TYPES or rt not in SCALAR_TYPES:
-                bad = lk if lt not in SCALAR_TYPES else rk
-                raise ValueError(
-                    f"join.left.key: {bad!r} is of type "
-                    f"{(lt if lt not in SCALAR_TYPES else rt).value}; join keys are string, int, "
-                    "float, bool or timestamp fields"
-                )
-            numeric = {FieldType.INT, FieldType.FLOAT}
-            if lt != rt and not (lt in numeric and rt in numeric):
-                raise ValueError(
-                    f"join.right.key: {rk!r} is {rt.value} but the left key {lk!r} is {lt.value}; "
-                    "join keys must have compatible types"
-                    + (f" (key {i + 1})" if len(join.left.key) > 1 else "")
-                )
-        scope: dict[str, FieldRef] = {}
-        for i, out in enumerate(join.output):
-            side_scope = sides[out.from_]
-            if out.field not in side_scope:
-                raise ValueError(
-                    f"join.output[{i}].field: {out.field!r} is not a field of the {out.from_} "
-                    f"source {getattr(join, out.from_).source!r}"
-                )
-            if out.name in scope:
-                raise ValueError(
-                    f"join.output[{i}].as: the output name {out.name!r} is used twice; "
-                    "rename one with as"
-                )
-            if out.column in {f.column for f in scope.values()}:
-                raise ValueError(
-                    f"join.output[{i}].as: {out.name!r} collides with another output name "
-                    "once dots become '__'"
-                )
-            scope[out.name] = FieldRef(out.name, out.column, side_scope[out.field].type)
-        return scope
+        check_chain_shape(sources, self.join)
+
+    def _check_join(self) -> dict[str, FieldRef]:
+        sources = self.sources or ()
+        assert self.join is not None  # _check_join_shape
+        return check_steps(sources, self.join, check_sources(sources))
 
     def _check_mapping(self, scope: dict[str, FieldRef]) -> None:
         where = "source.schema" if self.sources is None else "the join output"
@@ -424,11 +364,16 @@ class Pipeline(ConfigModel):
         if self.source_ is not None:
             return self.source_
         sources = self.sources or ()
-        if self.join is not None:
+        if self.joins:
             for s in sources:
-                if s.id == self.join.left.source:
+                if s.id == self.joins[0].left.source:
                     return s
         return sources[0]
+
+    @property
+    def joins(self) -> tuple[Join, ...]:
+        """The join as a chain of steps: () without a join, one step for the single mapping."""
+        return join_steps(self.join)
 
     @property
     def fields_pending(self) -> bool:

@@ -188,13 +188,16 @@ class JoinMode(str, Enum):
 class JoinSide(ConfigModel):
     """A side of the join: which source, its key field(s), and its time window.
 
+    `source` is required, except on the left side of a chain's later steps (`join` as a list):
+    there the left side is the previous step's output (checked by the pipeline).
+
     `time_window` is how long this side's events wait for a match from the other side: a right
     event at tr matches a left event at tl when tl - right.time_window <= tr <= tl + left.time_window.
     The right side of `mode: table` has none (a key's value stays until a tombstone), and may
     have a `ttl` instead: a value is forgotten once the watermark passes its time + ttl.
     """
 
-    source: str
+    source: str | None = None
     key: tuple[str, ...] = Field(min_length=1)
     time_window: Window | None = None
     ttl: Duration | None = None
@@ -238,7 +241,8 @@ class JoinOutput(ConfigModel):
 
 
 class Join(ConfigModel):
-    """A temporal join of the two `sources` on key equality within time windows."""
+    """A temporal join of two sides on key equality within time windows: the two `sources`, or
+    one step of a chain (`join` as a list: step k > 0 joins step k-1's output with a source)."""
 
     type: JoinType = JoinType.INNER
     mode: JoinMode = JoinMode.INTERVAL
