@@ -1,6 +1,7 @@
 """The join tests' orders and users: orders (left, key `user_id`) join users (right, key
 `user.id`); a right event at tr matches a left event at tl when tl - 30m <= tr <= tl + 1h
-(right.time_window 30m, left 1h)."""
+(right.time_window 30m, left 1h). The chain tests add products (key `id`), which the orders
+name by `product_id`."""
 
 from __future__ import annotations
 
@@ -14,8 +15,17 @@ MS = timedelta(milliseconds=1)
 H, M = timedelta(hours=1), timedelta(minutes=1)
 
 
-def order(oid: str, user: str, at: datetime, amount: float = 1.0) -> dict:
-    return {"order_id": oid, "user_id": user, "amount": amount, "ts": at.isoformat()}
+def order(
+    oid: str, user: str, at: datetime, amount: float = 1.0, product: str | None = None
+) -> dict:
+    doc = {"order_id": oid, "user_id": user, "amount": amount, "ts": at.isoformat()}
+    if product is not None:
+        doc["product_id"] = product
+    return doc
+
+
+def product(pid: str, title: str, at: datetime) -> dict:
+    return {"id": pid, "title": title, "ts": at.isoformat()}
 
 
 def user(uid: str, name: str, at: datetime) -> dict:
@@ -72,6 +82,43 @@ def orders_join_users_doc(broker, chdb_path, tmp_path, name: str, how: str, late
             ("order_ts", "order_ts", "DateTime64(3, 'UTC')"),
         ),
         checkpoint_dir=tmp_path / how,
+    )
+
+
+def orders_users_products_doc(
+    broker, chdb_path, tmp_path, name: str, steps: list[dict], mapping_: list
+) -> dict:
+    """Orders join users join products (a chain: `join` as the list `steps`), no dedup, into
+    table `name`; each source's event time is its `ts`."""
+    schemas = {
+        "orders": fields(
+            ("order_id", "string"),
+            ("user_id", "string"),
+            ("product_id", "string"),
+            ("amount", "float"),
+            ("ts", "timestamp"),
+        ),
+        "users": fields(("user.id", "string"), ("user.name", "string"), ("ts", "timestamp")),
+        "products": fields(("id", "string"), ("title", "string"), ("ts", "timestamp")),
+    }
+    return join_doc(
+        name=name.replace("_", "-")[:90],
+        sources=[
+            join_source(
+                source,
+                f"{name}_{source}",
+                schema,
+                event_time="ts",
+                bootstrap_servers=broker.bootstrap_servers,
+            )
+            for source, schema in schemas.items()
+        ],
+        join=steps,
+        clickhouse={"path": str(chdb_path)},
+        table=name,
+        sink={"create_table": True},
+        mapping=mapping_,
+        checkpoint_dir=tmp_path / name,
     )
 
 

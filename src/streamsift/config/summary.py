@@ -12,21 +12,23 @@ def summary(pipeline: Pipeline) -> str:
     def dedup(d: Dedup) -> str:
         return f"dedup on {'+'.join(d.key)} within {format_duration(d.time_window)}"
 
-    join = pipeline.join
-    if join is None:
+    if not pipeline.joins:
         return f"{pipeline.primary_source.topic} -> {pipeline.sink.table}" + (
             f", {dedup(pipeline.dedup)}" if pipeline.dedup else ""
         )
     by_id = {s.id: s for s in pipeline.inputs}
-    left, right = (by_id[side.source] for side in (join.left, join.right))
-    sides = [
-        s.topic + (f" ({dedup(s.dedup)})" if isinstance(s, JoinSource) and s.dedup else "")
-        for s in (left, right)
-    ]
-    return (
-        f"{sides[0]} {join.type.value} join {sides[1]} on "
-        f"{'+'.join(join.left.key)} = {'+'.join(join.right.key)} -> {pipeline.sink.table}"
-    )
+
+    def side(source: str | None) -> str:
+        s = by_id[source or ""]
+        return s.topic + (f" ({dedup(s.dedup)})" if isinstance(s, JoinSource) and s.dedup else "")
+
+    text = side(pipeline.joins[0].left.source)
+    for join in pipeline.joins:
+        text += (
+            f" {join.type.value} join {side(join.right.source)} on "
+            f"{'+'.join(join.left.key)} = {'+'.join(join.right.key)}"
+        )
+    return f"{text} -> {pipeline.sink.table}"
 
 
 def registry_schemas(pipeline: Pipeline) -> list[str]:

@@ -8,7 +8,8 @@ says where they failed, `_source` which source they came from); the batch writer
 Sorting the rows of a batch by `SORT_KEY` (config/rows.py; all non-null) gives the same
 order on every re-run: a joined row is identified by its left record (topic, partition,
 offset) and its right record (`_rpartition`, `_roffset`, -1 when there is none, e.g. a
-left-outer row, a dead letter or a single-source pipeline).
+left-outer row, a dead letter or a single-source pipeline; after a chain of joins, the last
+step's partition and a hash of every step's right record: transforms/join.py).
 """
 
 from __future__ import annotations
@@ -172,9 +173,9 @@ def source_processor(
         schemas=schema_lookup(src),
         state_url=state_url,
         flag_new_fields=pipeline.sink.on_new_fields is not NewFields.IGNORE,
-        tombstones=pipeline.join is not None
-        and pipeline.join.mode is JoinMode.TABLE
-        and pipeline.join.right.source == src.id,
+        tombstones=any(
+            step.mode is JoinMode.TABLE and step.right.source == src.id for step in pipeline.joins
+        ),
     )
 
 

@@ -13,7 +13,7 @@ import copy
 from typing import Any
 
 from streamsift.config.durations import format_duration
-from streamsift.config.models import Dedup, JoinSource, Pipeline
+from streamsift.config.models import Dedup, Join, JoinSource, Pipeline
 from streamsift.config.secrets import MASK, get_path, secret_paths, set_path
 
 
@@ -51,10 +51,14 @@ def _describe(dedups: list[tuple[Any, ...] | None]) -> str:
 
 
 def _join(p: Pipeline) -> str:
-    j = p.join
-    if j is None:
+    """The join's steps as text: `none`, one step, or `step; step; ...` for a chain."""
+    if not p.joins:
         return "none"
-    ttl = getattr(j.right, "ttl", None)
+    return "; ".join(_step(j) for j in p.joins)
+
+
+def _step(j: Join) -> str:
+    ttl = j.right.ttl
     return (
         f"{j.mode.value}: {'+'.join(j.left.key)} within {_window(j.left.time_window)} = "
         f"{'+'.join(j.right.key)} within {_window(j.right.time_window)}"
@@ -68,19 +72,24 @@ def _window(window: Any) -> str:
 
 
 def _join_keys(p: Pipeline) -> tuple[Any, ...] | None:
-    """What a join's state is built on: its mode (each keeps its own state), keys, windows
-    and the table side's ttl."""
-    j = p.join
-    if j is None:
+    """What a join's state is built on, step by step: each step's mode (each keeps its own
+    state), sources, keys, windows and the table side's ttl. Adding, removing or reordering
+    steps changes it too. One step is described as before the chain existed."""
+    if not p.joins:
         return None
-    return (
-        j.mode,
-        j.left.key,
-        j.left.time_window,
-        j.right.key,
-        j.right.time_window,
-        getattr(j.right, "ttl", None),
+    steps = tuple(
+        (
+            j.mode,
+            j.left.key,
+            j.left.time_window,
+            j.right.key,
+            j.right.time_window,
+            j.right.ttl,
+        )
+        + ((j.right.source,) if len(p.joins) > 1 else ())
+        for j in p.joins
     )
+    return steps[0] if len(steps) == 1 else steps
 
 
 def keep_masked_secrets(

@@ -29,6 +29,7 @@ only what is used either way).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from streamsift.config.models import FieldRef, Join, JoinType, Pipeline
@@ -43,6 +44,7 @@ from streamsift.config.rows import (
 )
 from streamsift.config.stages import JoinMode
 from streamsift.config.types import SPARK_SQL_TYPES, FieldType
+from streamsift.transforms.join_latest import CHAIN_TIME, ChainStep, chain_columns
 
 # A good row of a table side that is a tombstone: the source processor keeps its Kafka key
 # and no value (engine/processor.py `tombstones`); other good rows there keep neither.
@@ -52,58 +54,73 @@ TOMBSTONE = "_error IS NULL AND _raw IS NULL AND _key IS NOT NULL"
 def build_join(
     pipeline: Pipeline, sides: dict[str, tuple[Any, dict[str, FieldRef]]]
 ) -> tuple[Any, dict[str, FieldRef]]:
-    """Join the two sources' frames; return the joined frame (plus dead letters) and its fields.
+    """Join the sources' frames; return the joined frame (plus dead letters) and its fields.
 
     `sides` maps a source id to its frame (typed columns, computed fields, metadata) and the
-    fields in scope there. The result has one column per `join.output` entry, the metadata
-    columns of the output frame, and `_rpartition`/`_roffset` (the matched right record).
+    fields in scope there. The result has one column per output entry of the (last) join
+    step, the metadata columns of the output frame, and `_rpartition`/`_roffset` (the matched
+    right record; in a chain, the last step's partition and a hash of every step's position).
+    A chain (`join` as a list) runs its steps one after the other in the same query: step k's
+    left side is step k-1's rows (docs/semantics.md, "A chain of joins").
     """
     from pyspark.sql import functions as F
 
-    join = pipeline.join
-    assert join is not None
-    left_frame, left_scope = sides[join.left.source]
-    right_frame, right_scope = sides[join.right.source]
-    lateness = f"{int(join.lateness.total_seconds() * 1_000_000)} microseconds"
+    steps = pipeline.joins
+    left_source = steps[0].left.source or ""
+    frame, scope = sides[left_source]
+    letters: list[Any] = []
+    slack = timedelta(0)
+    for k, join in enumerate(steps):
+        chain = None
+        if len(steps) > 1:
+            chain = ChainStep(k > 0, k < len(steps) - 1, _micros(slack))
+            slack += join.left_window
+        right_frame, right_scope = sides[join.right.source or ""]
+        frame, scope, dead = _join_step(
+            join, frame, scope, right_frame, right_scope, left_source, chain
+        )
+        letters += dead
+    null_outputs = [
+        F.lit(None).cast(SPARK_SQL_TYPES[ref.type]).alias(ref.column) for ref in scope.values()
+    ]
+    no_right_record = {
+        c.name: F.lit(NO_RECORD).cast(c.sql_type).alias(c.name) for c in RIGHT_RECORD_COLUMNS
+    }
+    meta = [no_right_record.get(c.name, F.col(c.name)) for c in OUTPUT_COLUMNS]
+    for dead in letters:
+        frame = frame.unionByName(dead.filter(~F.col(JOIN_SPLIT)).select(*null_outputs, *meta))
+    return frame, scope
+
+
+def _join_step(
+    join: Join,
+    left_frame: Any,
+    left_scope: dict[str, FieldRef],
+    right_frame: Any,
+    right_scope: dict[str, FieldRef],
+    left_source: str,
+    chain: ChainStep | None,
+) -> tuple[Any, dict[str, FieldRef], list[Any]]:
+    """One join (or chain step): its joined rows, their fields, and the frames whose dead
+    letters (rows with JOIN_SPLIT false) go to the sink as they are: the sides read from
+    sources (a chain step's left side, the previous step's rows, has none)."""
+    from pyspark.sql import functions as F
 
     key_types = []
     for lk, rk in zip(join.left.key, join.right.key, strict=True):
         lt, rt = left_scope[lk].type, right_scope[rk].type
         key_types.append(SPARK_SQL_TYPES[FieldType.FLOAT if lt != rt else lt])
-
-    table = join.mode is JoinMode.TABLE
-
-    def prepared(frame: Any, scope: dict[str, FieldRef], keys: tuple[str, ...], side: str) -> Any:
-        frame = frame.withColumns(
+    left_is_step = chain is not None and chain.left_is_step
+    if left_is_step:
+        left = left_frame.withColumns(
             {
-                join_key_column(i): F.col(scope[k].column).cast(key_types[i])
-                for i, k in enumerate(keys)
+                join_key_column(i): F.col(left_scope[k].column).cast(key_types[i])
+                for i, k in enumerate(join.left.key)
             }
-        )
-        if table and side == "right":  # a tombstone's key is its Kafka key, as text
-            frame = frame.withColumns(
-                {
-                    join_key_column(0): F.when(
-                        F.expr(TOMBSTONE),
-                        F.expr(f"try_cast(CAST(_key AS STRING) AS {key_types[0]})"),
-                    ).otherwise(F.col(join_key_column(0)))
-                }
-            )
-        used = {scope[o.field].column for o in join.output if o.from_ == side}
-        payload = {ref.column for name, ref in scope.items() if not name.startswith("_kafka.")}
-        frame = frame.drop(*sorted(payload - used))
-        if not (table and side == "right"):  # a table's time does not hold the left back
-            frame = frame.withWatermark("_event_time", lateness)
-        frame = frame.repartition(*[F.col(join_key_column(i)) for i in range(len(keys))])
-        every_column = ", ".join(f"`{c}`" for c in frame.columns)
-        split = F.expr(
-            "_error IS NULL OR (spark_partition_id() < 0 AND "
-            f"length(CAST(struct({every_column}) AS STRING)) < 0)"
-        )
-        return frame.withColumn(JOIN_SPLIT, split)
-
-    left = prepared(left_frame, left_scope, join.left.key, "left")
-    right = prepared(right_frame, right_scope, join.right.key, "right")
+        ).withColumn(JOIN_SPLIT, F.lit(True))
+    else:
+        left = _prepared(join, left_frame, left_scope, "left", key_types)
+    right = _prepared(join, right_frame, right_scope, "right", key_types)
 
     if join.mode is not JoinMode.INTERVAL:
         from streamsift.transforms.join_latest import latest_pairs
@@ -114,23 +131,51 @@ def build_join(
             right.filter(JOIN_SPLIT),
             left_scope,
             right_scope,
-            join.left.source,
+            left_source,
+            chain,
         )
     else:
-        pairs, scope = _interval_pairs(join, left, right, left_scope, right_scope)
-    null_outputs = [
-        F.lit(None).cast(SPARK_SQL_TYPES[ref.type]).alias(ref.column) for ref in scope.values()
-    ]
+        pairs, scope = _interval_pairs(join, left, right, left_scope, right_scope, chain)
+    return pairs, scope, [right] if left_is_step else [left, right]
 
-    def dead_letters(frame: Any) -> Any:
-        no_right_record = {
-            c.name: F.lit(NO_RECORD).cast(c.sql_type).alias(c.name) for c in RIGHT_RECORD_COLUMNS
-        }
-        meta = [no_right_record.get(c.name, F.col(c.name)) for c in OUTPUT_COLUMNS]
-        return frame.filter(~F.col(JOIN_SPLIT)).select(*null_outputs, *meta)
 
-    frame = pairs.unionByName(dead_letters(left)).unionByName(dead_letters(right))
-    return frame, scope
+def _prepared(
+    join: Join, frame: Any, scope: dict[str, FieldRef], side: str, key_types: list[str]
+) -> Any:
+    """A source's side of a join: key columns, unused payload dropped, its watermark, one
+    shuffle by the key, and JOIN_SPLIT (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    table = join.mode is JoinMode.TABLE
+    keys = join.left.key if side == "left" else join.right.key
+    frame = frame.withColumns(
+        {join_key_column(i): F.col(scope[k].column).cast(key_types[i]) for i, k in enumerate(keys)}
+    )
+    if table and side == "right":  # a tombstone's key is its Kafka key, as text
+        frame = frame.withColumns(
+            {
+                join_key_column(0): F.when(
+                    F.expr(TOMBSTONE),
+                    F.expr(f"try_cast(CAST(_key AS STRING) AS {key_types[0]})"),
+                ).otherwise(F.col(join_key_column(0)))
+            }
+        )
+    used = {scope[o.field].column for o in join.output if o.from_ == side}
+    payload = {ref.column for name, ref in scope.items() if not name.startswith("_kafka.")}
+    frame = frame.drop(*sorted(payload - used))
+    if not (table and side == "right"):  # a table's time does not hold the left back
+        frame = frame.withWatermark("_event_time", f"{_micros(join.lateness)} microseconds")
+    frame = frame.repartition(*[F.col(join_key_column(i)) for i in range(len(keys))])
+    every_column = ", ".join(f"`{c}`" for c in frame.columns)
+    split = F.expr(
+        "_error IS NULL OR (spark_partition_id() < 0 AND "
+        f"length(CAST(struct({every_column}) AS STRING)) < 0)"
+    )
+    return frame.withColumn(JOIN_SPLIT, split)
+
+
+def _micros(duration: timedelta) -> int:
+    return int(duration.total_seconds() * 1_000_000)
 
 
 def _interval_pairs(
@@ -139,12 +184,15 @@ def _interval_pairs(
     right: Any,
     left_scope: dict[str, FieldRef],
     right_scope: dict[str, FieldRef],
+    chain: ChainStep | None = None,
 ) -> tuple[Any, dict[str, FieldRef]]:
-    """`join.mode: interval`: Spark's stream-stream join, every pair inside the windows."""
+    """`join.mode: interval`: Spark's stream-stream join, every pair inside the windows. As a
+    chain's first step, its rows also carry `_event_time` (the left record's, watermarked),
+    CHAIN_TIME and CHAIN for the next step."""
     from pyspark.sql import functions as F
 
-    window_l = int(join.left_window.total_seconds() * 1_000_000)
-    window_r = int(join.right_window.total_seconds() * 1_000_000)
+    window_l = _micros(join.left_window)
+    window_r = _micros(join.right_window)
     condition = F.expr(
         f"r._event_time >= l._event_time - INTERVAL {window_r} MICROSECONDS AND "
         f"r._event_time <= l._event_time + INTERVAL {window_l} MICROSECONDS"
@@ -165,8 +213,14 @@ def _interval_pairs(
         prefix = "l" if out.from_ == "left" else "r"
         outputs.append(F.col(f"{prefix}.{ref.column}").alias(out.column))
         scope[out.name] = FieldRef(out.name, out.column, ref.type)
-    pairs = joined.select(*outputs, *[_of_joined_row(c, join.left.source) for c in OUTPUT_COLUMNS])
-    return pairs, scope
+    left_source = join.left.source or ""
+    meta = [_of_joined_row(c, left_source) for c in OUTPUT_COLUMNS]
+    if chain is None:
+        return joined.select(*outputs, *meta), scope
+    extra = chain_columns(chain, F.col("r._partition"), F.col("r._offset"), None)
+    extra = {"_event_time": F.col("l._event_time"), **extra}
+    extra[CHAIN_TIME] = F.unix_micros(F.col("l._event_time"))
+    return joined.select(*outputs, *meta, *[v.alias(n) for n, v in extra.items()]), scope
 
 
 def payload_of_joined_rows(frame: Any, scope: dict[str, FieldRef]) -> Any:

@@ -24,6 +24,8 @@ measured on one 50,000-row batch: 8-18 s with 10,000 keys against 2-3 s here, an
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import (
@@ -50,6 +52,45 @@ STATE_SCHEMA = "rights STRING, lefts STRING"
 RECORD = "_record"  # the column holding a record as `side|µs|partition|offset|fields`
 # The left record's metadata carried to the output row (its position is packed as well).
 LEFT_META = ("_topic", "_partition", "_offset", "_kafka_ts", "_late")
+# A chain's rows between steps carry their first left record's event time (µs) and the
+# positions of the right records they joined so far, `partition:offset` joined by commas.
+CHAIN_TIME = "_chain_time"
+CHAIN = "_chain"
+CHAIN_OUTPUT = ", _event_time TIMESTAMP, _tl BIGINT"
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """Where a join step sits in a chain (`join` as a list); None for a single join."""
+
+    left_is_step: bool  # the left side is the previous step's rows (CHAIN_TIME, CHAIN)
+    feeds_next: bool  # its rows are the next step's left side
+    slack_us: int  # how far behind the watermark its left records may arrive
+
+
+def position(partition: Any, offset: Any) -> Any:
+    """A right record's `partition:offset` (NULLs: none, -1:-1) for `CHAIN`."""
+    from pyspark.sql import functions as F
+
+    return F.concat_ws(
+        ":",
+        F.coalesce(partition, F.lit(NO_RECORD)).cast("string"),
+        F.coalesce(offset, F.lit(NO_RECORD)).cast("string"),
+    )
+
+
+def chain_columns(chain: ChainStep, partition: Any, offset: Any, left_chain: Any) -> dict:
+    """The columns a chain step adds to its rows: for the next step, CHAIN (the positions so
+    far); for the last, `_roffset` as a hash of every position (a row's identity, with its
+    left record: an interval first step gives several rows per left record)."""
+    from pyspark.sql import functions as F
+
+    here = position(partition, offset)
+    positions = here if left_chain is None else F.concat_ws(",", left_chain, here)
+    if chain.feeds_next:
+        return {CHAIN: positions}
+    return {"_roffset": F.xxhash64(positions)}
 
 
 def latest_pairs(
@@ -59,9 +100,11 @@ def latest_pairs(
     left_scope: dict[str, FieldRef],
     right_scope: dict[str, FieldRef],
     left_source: str,
+    chain: ChainStep | None = None,
 ) -> tuple[Any, dict[str, FieldRef]]:
     """The joined rows of `left` and `right` (good records with key columns and watermarks):
-    the output fields, then the metadata columns `OUTPUT_COLUMNS`; and the output's scope."""
+    the output fields, then the metadata columns `OUTPUT_COLUMNS` (and, for a chain's next
+    step, `_event_time`, CHAIN_TIME and CHAIN); and the output's scope."""
     from pyspark.sql import functions as F
 
     keys = [join_key_column(i) for i in range(len(join.left.key))]
@@ -73,6 +116,8 @@ def latest_pairs(
         scope[out.name] = FieldRef(out.name, out.column, ref.type)
     meta_types = {c.name: c.sql_type for c in OUTPUT_COLUMNS}
     packed["left"] += [(m, m, meta_types[m]) for m in LEFT_META]
+    if chain is not None and chain.left_is_step:
+        packed["left"].append((CHAIN, CHAIN, "STRING"))
 
     def shaped(frame: Any, side: str) -> Any:
         fields = [F.col(column).alias(name) for name, column, _ in packed[side]]
@@ -86,10 +131,14 @@ def latest_pairs(
 
             kind = F.when(F.expr(TOMBSTONE), F.lit("T")).otherwise(kind)
             event_time = F.lit(NEVER_LATE).cast("timestamp")
+        if chain is not None and chain.left_is_step and side == "left":
+            micros = F.col(CHAIN_TIME)  # the chain's first left record's time
+        else:
+            micros = F.unix_micros("_event_time")
         record = F.concat_ws(
             "|",
             kind,
-            F.unix_micros("_event_time"),
+            micros,
             "_partition",
             "_offset",
             payload,
@@ -98,19 +147,25 @@ def latest_pairs(
 
     table = join.mode is JoinMode.TABLE
     left_us = int(join.left_window.total_seconds() * 1_000_000)
-    rule: Any = LatestRule(Windows(left_us, int(join.right_window.total_seconds() * 1_000_000)))
+    slack = 0 if chain is None else chain.slack_us
+    right_us = int(join.right_window.total_seconds() * 1_000_000)
+    rule: Any = LatestRule(
+        Windows(left_us, right_us, slack) if slack else Windows(left_us, right_us)
+    )
     if table:
         ttl = join.right.ttl
         rule = TableRule(left_us, None if ttl is None else int(ttl.total_seconds() * 1_000_000))
+    feeds_next = chain is not None and chain.feeds_next
     rows = (
         shaped(left, "left")
         .unionByName(shaped(right, "right"))
         .groupBy(*keys)
         .transformWithState(
-            LatestJoinProcessor(rule, join.type is JoinType.LEFT),
-            OUTPUT_SCHEMA,
+            LatestJoinProcessor(rule, join.type is JoinType.LEFT, feeds_next),
+            OUTPUT_SCHEMA + (CHAIN_OUTPUT if feeds_next else ""),
             "Append",
             "EventTime",
+            **({"eventTimeColumnName": "_event_time"} if feeds_next else {}),
         )
     )
 
@@ -120,14 +175,22 @@ def latest_pairs(
     lp = F.from_json("_lp", schema("left"), JSON_OPTIONS)
     rp = F.from_json("_rp", schema("right"), JSON_OPTIONS) if packed["right"] else None
     rows = rows.select(
-        lp.alias("l"), *([rp.alias("r")] if rp is not None else []), "_rpartition", "_roffset"
+        lp.alias("l"),
+        *([rp.alias("r")] if rp is not None else []),
+        "_rpartition",
+        "_roffset",
+        *(["_event_time", F.col("_tl").alias(CHAIN_TIME)] if feeds_next else []),
     )
     outputs = []
     fields = {"left": iter(packed["left"]), "right": iter(packed["right"])}
     for out in join.output:
         name = next(fields[out.from_])[0]
         outputs.append(F.col(f"{out.from_[0]}.{name}").alias(out.column))
-    return rows.select(*outputs, *[_meta(c, left_source) for c in OUTPUT_COLUMNS]), scope
+    if chain is not None:
+        left_chain = F.col(f"l.{CHAIN}") if chain.left_is_step else None
+        rows = rows.withColumns(chain_columns(chain, "_rpartition", "_roffset", left_chain))
+    extra = ["_event_time", CHAIN_TIME, CHAIN] if feeds_next else []
+    return rows.select(*outputs, *[_meta(c, left_source) for c in OUTPUT_COLUMNS], *extra), scope
 
 
 def _meta(column: Any, left_source: str) -> Any:
@@ -173,9 +236,13 @@ class LatestJoinProcessor(StatefulProcessor):
     to the JVM, so a call makes few: read, write (or clear), and a timer change only when the
     wake-up time moves."""
 
-    def __init__(self, rule: Any, left_outer: bool) -> None:
+    def __init__(self, rule: Any, left_outer: bool, feeds_next: bool = False) -> None:
         self.rule = rule  # LatestRule, or join_table_rule.TableRule for `mode: table`
         self.left_outer = left_outer
+        # a chain step's rows go on to the next step: each carries its left record's time
+        # (`_tl`) and, as Spark's event time, that time or the watermark if later (a row
+        # behind the watermark may not leave a transformWithState that feeds another)
+        self.feeds_next = feeds_next
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -204,8 +271,6 @@ class LatestJoinProcessor(StatefulProcessor):
         timer_values: TimerValues,
         expired_ms: int | None,
     ) -> Iterator[Any]:
-        from pyspark.sql import Row
-
         rights, lefts = decode(None), decode(None)
         if self.state.exists():
             rights_text, lefts_text = self.state.get()
@@ -230,10 +295,27 @@ class LatestJoinProcessor(StatefulProcessor):
         if wake_ms is not None:
             self.handle.registerTimer(wake_ms)
         for lt, rt in result.matched:
-            yield Row(_lp=lt.payload, _rp=rt.payload, _rpartition=rt.partition, _roffset=rt.offset)
+            yield self._row(lt, rt.payload, rt.partition, rt.offset, watermark_ms)
         if self.left_outer:
             for lt in result.expired:
-                yield Row(_lp=lt.payload, _rp=None, _rpartition=NO_RECORD, _roffset=NO_RECORD)
+                yield self._row(lt, None, NO_RECORD, NO_RECORD, watermark_ms)
+
+    def _row(
+        self, left: Record, right: str | None, partition: int, offset: int, watermark_ms: int
+    ) -> Any:
+        from pyspark.sql import Row
+
+        if not self.feeds_next:
+            return Row(_lp=left.payload, _rp=right, _rpartition=partition, _roffset=offset)
+        emitted_us = max(left.et, watermark_ms * 1000)
+        return Row(
+            _lp=left.payload,
+            _rp=right,
+            _rpartition=partition,
+            _roffset=offset,
+            _event_time=EPOCH + timedelta(microseconds=emitted_us),
+            _tl=left.et,
+        )
 
     def close(self) -> None:
         pass

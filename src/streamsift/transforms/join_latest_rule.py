@@ -34,10 +34,13 @@ class Record(NamedTuple):
 
 @dataclass(frozen=True)
 class Windows:
-    """`left.time_window` and `right.time_window`, in microseconds."""
+    """`left.time_window` and `right.time_window`, in microseconds; `slack_us`: how far behind
+    the watermark a left record may still arrive (0, except in a chain's later steps, whose
+    left records are the previous step's rows: docs/semantics.md, "A chain of joins")."""
 
     left_us: int
     right_us: int
+    slack_us: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,11 +105,11 @@ def step(
             waiting.append(left)
     expired = [r for r in waiting if r.et + w.left_us <= watermark_us]
     waiting = [r for r in waiting if r.et + w.left_us > watermark_us]
-    kept = prune(known, watermark_us, w)
+    kept = prune(known, watermark_us - w.slack_us, w)
     if waiting:
         wake: int | None = min(r.et for r in waiting) + w.left_us
     elif kept:
-        wake = max(r.et for r in kept) + w.right_us
+        wake = max(r.et for r in kept) + w.right_us + w.slack_us
     else:
         wake = None
     return Step(tuple(matched), tuple(expired), tuple(kept), tuple(waiting), wake)
@@ -115,7 +118,8 @@ def step(
 def prune(rights: list[Record], watermark_us: int, w: Windows) -> list[Record]:
     """The right versions a left record at or after the watermark can still pick.
 
-    Left records behind the watermark are dropped, so every later one has `tl > watermark`:
+    Left records behind the watermark are dropped, so every later one has `tl > watermark`
+    (in a chain's later steps the caller passes the watermark less the slack instead):
     versions older than `watermark - Wr` are outside its right window, and of the versions at
     or before the watermark only the newest can be current at its time.
     """

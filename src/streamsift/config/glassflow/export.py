@@ -15,6 +15,9 @@ such loss is named in `V3Export.notes` (docs/glassflow.md lists them):
   `String`;
 - an embedded ClickHouse (a `path`) has no host: it is shown as host `embedded`, port `0`.
 
+A pipeline of three or more sources (`join` as a list of steps) cannot be exported: GlassFlow's
+join reads two sources; `export_v3` raises a `ConfigError` naming why.
+
 Secrets are exported as the document holds them: pass a masked document ("***") to keep them out.
 """
 
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamsift.config.durations import format_duration
+from streamsift.config.errors import ConfigError
 from streamsift.config.models import (
     ClickHouseSink,
     Dedup,
@@ -136,6 +140,12 @@ class V3Export:
 
 def export_v3(pipeline: Pipeline, display_name: str | None = None) -> V3Export:
     """Our pipeline as a GlassFlow v3 document (see the module docstring for the losses)."""
+    if len(pipeline.inputs) > 2:
+        raise ConfigError(
+            f"sources: GlassFlow's pipelines join two sources; this one joins "
+            f"{len(pipeline.inputs)} in {len(pipeline.joins)} steps (join as a list), which "
+            "GlassFlow cannot express: it has no GlassFlow export"
+        )
     notes: list[str] = []
     sources: list[dict[str, Any]] = []
     transforms: list[dict[str, Any]] = []
@@ -285,8 +295,7 @@ def _dedup(dedup: Dedup, source_id: str, where: str, notes: list[str]) -> dict[s
 
 
 def _join(pipeline: Pipeline, notes: list[str]) -> dict[str, Any]:
-    join = pipeline.join
-    assert join is not None
+    (join,) = pipeline.joins  # export_v3 refused a chain
     if join.type is not JoinType.INNER:
         notes.append(
             f"join.type: a {join.type.value} join has no GlassFlow v3 form (temporal inner joins only); shown as temporal"

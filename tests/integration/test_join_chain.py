@@ -1,0 +1,216 @@
+"""A chain of joins (`join` as a list of steps) end to end on the real broker, Spark and chdb:
+orders join users on the user id, then products on the product id (docs/semantics.md,
+"A chain of joins"), exact against a reference computed here from the rules.
+
+Every record is produced before the first micro-batch reads, so the reference is the rules
+applied to all of them at once: `pick` (mode latest) over each key's versions, every pair
+inside the windows for mode interval, the value written last for mode table.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from datetime import datetime, timedelta
+
+import pytest
+
+from streamsift.config import parse_pipeline
+from streamsift.engine.runner import PipelineRunner
+from streamsift.transforms.join_latest_rule import Record, Windows, pick
+from support.join_events import T0, H, M, encode, order, orders_users_products_doc, product, user
+from support.join_runs import run_until
+from support.pipeline_docs import mapping
+
+pytestmark = pytest.mark.integration
+
+S = timedelta(seconds=1)
+USERS_WINDOWS = Windows(int(H.total_seconds() * 1e6), int(30 * M.total_seconds() * 1e6))
+PRODUCTS_WINDOWS = Windows(int(20 * M.total_seconds() * 1e6), int(40 * M.total_seconds() * 1e6))
+MAPPING = mapping(
+    ("order_id", "order_id", "String"),
+    ("name", "name", "Nullable(String)"),
+    ("title", "title", "Nullable(String)"),
+    ("amount", "amount", "Float64"),
+)
+
+
+def micros(doc: dict) -> int:
+    return int(datetime.fromisoformat(doc["ts"]).timestamp() * 1_000_000)
+
+
+def streams(seed: int) -> tuple[list[dict], list[dict], list[dict]]:
+    """240 orders 10 s apart over 40 minutes, of 12 users (u10, u11 have no profile) and 6
+    products (p5 has none); two or three versions per user and per product at distinct
+    random times of the same hour."""
+    rng = random.Random(seed)
+    seconds = rng.sample(range(3_600), 60)
+    users = [
+        user(f"u{u}", f"n{u}-{v}", T0 + seconds.pop() * S) for u in range(10) for v in range(2)
+    ]
+    products = [
+        product(f"p{p}", f"t{p}-{v}", T0 + seconds.pop() * S) for p in range(5) for v in range(3)
+    ]
+    orders = [
+        order(f"o{i}", f"u{rng.randrange(12)}", T0 + i * 10 * S, i, f"p{rng.randrange(6)}")
+        for i in range(240)
+    ]
+    return orders, users, products
+
+
+def versions(docs: list[dict], key: str, value: str) -> dict[str, list[Record]]:
+    """Each key's versions as the join keeps them (offsets by production order: the tests'
+    topics have one partition)."""
+    out: dict[str, list[Record]] = {}
+    for i, doc in enumerate(docs):
+        k = doc["user"]["id"] if key == "user" else doc[key]
+        name = doc["user"]["name"] if key == "user" else doc[value]
+        out.setdefault(k, []).append(Record(micros(doc), 0, i, name))
+    return out
+
+
+def produce(broker, produce_messages, name: str, orders, users, products) -> None:
+    for topic, docs, key in (
+        ("orders", orders, "order_id"),
+        ("users", users, "user"),
+        ("products", products, "id"),
+    ):
+        broker.create_topic(f"{name}_{topic}", 1)
+        produce_messages(f"{name}_{topic}", encode(docs, key))
+
+
+def rows_of(runner: PipelineRunner, table: str) -> Counter:
+    return Counter(runner.writer.query_rows(f"SELECT order_id, name, title, amount FROM {table}"))
+
+
+USERS_STEP = {
+    "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
+    "right": {"source": "users", "key": "user.id", "time_window": "30m"},
+    "output": [
+        {"from": "left", "field": "order_id"},
+        {"from": "left", "field": "product_id"},
+        {"from": "left", "field": "amount"},
+        {"from": "left", "field": "ts"},
+        {"from": "right", "field": "user.name", "as": "name"},
+    ],
+}
+PRODUCTS_OUTPUT = [
+    {"from": "left", "field": "order_id"},
+    {"from": "left", "field": "name"},
+    {"from": "right", "field": "title"},
+    {"from": "left", "field": "amount"},
+]
+
+
+def test_interval_then_latest_is_exact(broker, chdb_path, tmp_path, unique_name, produce_messages):
+    """Step 1 interval (a row per order and user version inside the windows), step 2 latest
+    (each of those rows once, with the product version current at the order's time), inner;
+    a malformed order and product go to the DLQ, counted."""
+    orders, users, products = streams(seed=3)
+    produce(broker, produce_messages, unique_name, orders, users, products)
+    produce_messages(f"{unique_name}_orders", [(b"x", b"{not json")])
+    produce_messages(f"{unique_name}_products", [(b"y", b'{"id": 5')])
+    steps = [
+        {"mode": "interval", **USERS_STEP},
+        {
+            "mode": "latest",
+            "left": {"key": "product_id", "time_window": "20m"},
+            "right": {"source": "products", "key": "id", "time_window": "40m"},
+            "output": PRODUCTS_OUTPUT,
+        },
+    ]
+    doc = orders_users_products_doc(broker, chdb_path, tmp_path, unique_name, steps, MAPPING)
+    pipeline = parse_pipeline(doc)
+    stats = PipelineRunner(pipeline).run(until_caught_up=True).stats
+
+    by_user = versions(users, "user", "")
+    by_product = versions(products, "id", "title")
+    want: Counter = Counter()
+    for o in orders:
+        tl = micros(o)
+        for u in by_user.get(o["user_id"], []):
+            if tl - USERS_WINDOWS.right_us <= u.et <= tl + USERS_WINDOWS.left_us:
+                p = pick(
+                    Record(tl, 0, 0, ""), by_product.get(o["product_id"], []), PRODUCTS_WINDOWS
+                )
+                if p is not None:
+                    want[(o["order_id"], u.payload, p.payload, o["amount"])] += 1
+    runner = PipelineRunner(pipeline)
+    assert sum(want.values()) > len(orders) // 2  # most orders join, some twice
+    assert rows_of(runner, pipeline.sink.table) == want
+    dlq = runner.writer.query_rows(f"SELECT source, stage FROM {pipeline.dlq_table} ORDER BY 1")
+    assert dlq == [("orders", "parse"), ("products", "parse")]
+    assert stats["read"] == len(orders) + len(users) + len(products) + 2
+    assert stats["written"] == sum(want.values()) and stats["dlq"] == 2
+    assert stats["late_dropped"] == 0
+
+
+def test_latest_then_table_left_outer_and_late_records(
+    broker, chdb_path, tmp_path, unique_name, produce_messages
+):
+    """Step 1 latest inner (each order once, with the user version current at its time), step
+    2 a left join with products as a table (the value written last): orders of p5 (no value)
+    are written with a NULL title once the watermark passes their time + 20m. Records behind
+    the watermark afterwards are dropped from the join and counted, not written."""
+    orders, users, products = streams(seed=4)
+    produce(broker, produce_messages, unique_name, orders, users, products)
+    steps = [
+        {"mode": "latest", **USERS_STEP},
+        {
+            "type": "left",
+            "mode": "table",
+            "left": {"key": "product_id", "time_window": "20m"},
+            "right": {"source": "products", "key": "id"},
+            "output": PRODUCTS_OUTPUT,
+        },
+    ]
+    doc = orders_users_products_doc(broker, chdb_path, tmp_path, unique_name, steps, MAPPING)
+    pipeline = parse_pipeline(doc)
+    table = pipeline.sink.table
+
+    by_user = versions(users, "user", "")
+    value = {p["id"]: p["title"] for p in products}  # the one written last per key
+    want: Counter = Counter()
+    for o in orders:
+        u = pick(Record(micros(o), 0, 0, ""), by_user.get(o["user_id"], []), USERS_WINDOWS)
+        if u is not None:
+            want[(o["order_id"], u.payload, value.get(o["product_id"]), o["amount"])] += 1
+    # an order two days later (with its user) moves the watermark past every window
+    ahead = order("ahead", "ua", T0 + 48 * H, 999, "p0")
+    want[("ahead", "na", value["p0"], 999.0)] += 1
+    assert sum(1 for row in want if row[2] is None) >= 5  # p5's orders
+
+    runner = PipelineRunner(pipeline)
+    matched = sum(n for row, n in want.items() if row[2] is not None) - 1
+    pushed = iter(
+        [
+            lambda: (
+                produce_messages(
+                    f"{unique_name}_users", encode([user("ua", "na", T0 + 48 * H)], "user")
+                ),
+                produce_messages(f"{unique_name}_orders", encode([ahead], "order_id")),
+            )
+        ]
+    )
+
+    def done() -> bool:
+        if runner.stats.written < matched:
+            return False
+        push = next(pushed, None)
+        if push is not None:
+            push()
+            return False
+        return runner.stats.written >= sum(want.values())
+
+    stats = run_until(runner, done)
+    assert rows_of(runner, table) == want
+    assert stats["late_dropped"] == 0
+
+    # behind the watermark (two days back): dropped by the step that reads them, counted
+    produce_messages(
+        f"{unique_name}_orders", encode([order("late", "u1", T0, 1, "p1")], "order_id")
+    )
+    produce_messages(f"{unique_name}_users", encode([user("u1", "late", T0)], "user"))
+    stats = PipelineRunner(pipeline).run(until_caught_up=True).stats
+    assert stats["read"] == 2 and stats["late_dropped"] == 2
+    assert rows_of(PipelineRunner(pipeline), table) == want
