@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from support.pipeline_docs import fields, join_doc, join_source, mapping
 
@@ -128,3 +129,54 @@ def encode(docs: list[dict], key: str) -> list[tuple[bytes, bytes]]:
         k = d["user"]["id"] if key == "user" else d[key]
         out.append((k.encode(), json.dumps(d).encode()))
     return out
+
+
+# A three-source document that validates (never run: its broker and ClickHouse are made up):
+# orders join users (latest), then products as a table (left).
+SOURCES = [
+    join_source(
+        "orders",
+        "o",
+        fields(("order_id", "string"), ("user_id", "string"), ("product_id", "int")),
+        bootstrap_servers="k:9092",
+    ),
+    join_source(
+        "users", "u", fields(("user.id", "string"), ("name", "string")), bootstrap_servers="k:9092"
+    ),
+    join_source(
+        "products", "p", fields(("id", "int"), ("title", "string")), bootstrap_servers="k:9092"
+    ),
+]
+STEP_USERS = {
+    "mode": "latest",
+    "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
+    "right": {"source": "users", "key": "user.id", "time_window": "30m"},
+    "output": [
+        {"from": "left", "field": "order_id"},
+        {"from": "left", "field": "product_id"},
+        {"from": "right", "field": "name"},
+    ],
+}
+STEP_PRODUCTS = {
+    "type": "left",
+    "mode": "table",
+    "left": {"key": "product_id", "time_window": "10m"},
+    "right": {"source": "products", "key": "id"},
+    "output": [
+        {"from": "left", "field": "order_id"},
+        {"from": "left", "field": "name"},
+        {"from": "right", "field": "title", "as": "product"},
+    ],
+}
+CHAIN: dict[str, Any] = join_doc(
+    name="chain",
+    sources=SOURCES,
+    join=[STEP_USERS, STEP_PRODUCTS],
+    clickhouse={"path": "/tmp/x"},
+    table="t",
+    mapping=mapping(
+        ("order_id", "order_id", "String"),
+        ("name", "name", "String"),
+        ("product", "product", "Nullable(String)"),
+    ),
+)

@@ -41,11 +41,6 @@ def check_chain_shape(sources: tuple[JoinSource, ...], join: Join | tuple[Join, 
     if not steps:
         raise ValueError("join: give at least one join step")
     ids = [s.id for s in sources]
-    if len(steps) != len(sources) - 1:
-        raise ValueError(
-            f"join: {len(sources)} sources need {len(sources) - 1} join step(s), got {len(steps)}"
-            " (step 1 joins two sources, each later step one more)"
-        )
     used: dict[str, str] = {}
     for k, step in enumerate(steps):
         where = step_path(join, k)
@@ -79,7 +74,10 @@ def check_chain_shape(sources: tuple[JoinSource, ...], join: Join | tuple[Join, 
             used[side.source] = where
     for i, sid in enumerate(ids):
         if sid not in used:
-            raise ValueError(f"sources[{i}]: {sid!r} is not used by any join step")
+            raise ValueError(
+                f"sources[{i}]: {sid!r} is not used by any join step; add a step that joins it "
+                "(join as a list: the first step joins two sources, each later step one more)"
+            )
 
 
 def _check_names(sources: tuple[JoinSource, ...]) -> None:
