@@ -5,7 +5,8 @@ and its raw baseline also read 300 profile events and must write exactly the ref
 joined rows); the dedup scenario also runs live (one fixed-rate step, one ramp step). The
 report, results.json and the plots must exist. The vectorised ceiling (raw_vec, with and
 without dedup) and streamsift's stages without Spark (nospark) must be exact, their sampled
-column values included; alternating pairs give each ratio with its spread.
+column values included; alternating pairs give each ratio with its spread. In server mode
+raw_vec also writes into an endpoint of its own (raw_vec_server), exact too.
 """
 
 from __future__ import annotations
@@ -81,61 +82,55 @@ def test_bench_smoke_every_run_exact_and_report_written(tmp_path):
         assert f"]({name})" in report
 
 
-def test_bench_server_mode_inserts_through_a_separate_clickhouse_process(tmp_path):
+def test_bench_server_mode_pairs_and_raw_vec_into_the_same_endpoint(tmp_path):
+    # One bench run for server mode and the alternating pairs (they were two runs, and the
+    # live run had two steps): the streamsift runs write to the endpoint, raw_vec_server to
+    # an endpoint of its own making. nospark's exactness is checked by the run of everything
+    # above, the ratio rows it adds in tests/unit/bench/test_bench_ratios.py.
     out = tmp_path / "bench"
     proc = streamsift(
         "bench",
         "--scenario", "dedup",
         "--events", "2000",
         "--out", str(out),
-        "--baselines", "raw",
-        "--pairs", "1",
+        "--baselines", "raw_vec,raw_vec_server",
+        "--pairs", "2",
         "--clickhouse", "server",
         "--max-delay", "500ms",
         "--latency-rates", "1000",
-        "--ramp", "2000",
+        "--ramp", "",
         "--duration", "2",
         "--no-plots",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["all_exact"] is True and results["options"]["clickhouse"] == "server"
-    assert set(results["drain"]) == {"raw_naive", "dedup"}  # raw: the naive one's old name
-    assert results["drain"]["dedup"]["rows"] == results["dataset"]["expected_unique"]
-    assert results["live"]["dedup"]["exact"]
-    # the endpoint ran as its own process inside the run's tree and was measured with it
-    roles = results["drain"]["dedup"]["resources"]["peak_rss_mb_by_role"]
-    assert roles.get("clickhouse", 0) > 0, roles
-    report = (out / "report.md").read_text()
-    assert "a chdb-backed ClickHouse HTTP endpoint" in report
-    assert "trigger every 500ms" in report
-
-
-def test_bench_pairs_alternate_runs_and_report_each_ratios_spread(tmp_path):
-    out = tmp_path / "bench"
-    proc = streamsift(
-        "bench",
-        "--scenario", "dedup",
-        "--events", "2000",
-        "--out", str(out),
-        "--baselines", "raw_vec,nospark",
-        "--pairs", "2",
-        "--no-live",
-        "--no-plots",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads((out / "results.json").read_text())
-    assert results["all_exact"] is True and results["options"]["pairs"] == 2
-    for name in ("raw_vec", "nospark", "dedup"):
-        run = results["drain"][name]
+    assert results["options"]["pairs"] == 2
+    drain = results["drain"]
+    assert set(drain) == {"raw_vec", "raw_vec_server", "dedup"}
+    for name, run in drain.items():
         assert len(run["rounds"]) == 2 and all(r["exact"] for r in run["rounds"]), name
         assert run["rows"] == results["dataset"]["expected_unique"], name
+        assert run["values"]["ok"] and run["values"]["rows_checked"] > 0, name
+    live = results["live"]["dedup"]
+    assert live["exact"] and [s["phase"] for s in live["steps"]] == ["latency"]
+    # the endpoints ran as their own processes inside the runs' trees and were measured
+    for name in ("dedup", "raw_vec_server"):
+        roles = drain[name]["resources"]["peak_rss_mb_by_role"]
+        assert roles.get("clickhouse", 0) > 0, (name, roles)
+    assert drain["raw_vec_server"]["clickhouse"] == "server"
+    assert drain["raw_vec"]["clickhouse"] == "embedded"
+    assert "clickhouse" not in drain["raw_vec"]["resources"]["peak_rss_mb_by_role"]
     ratios = {(r["ours"], r["baseline"]): r for r in results["ratios"]}
-    row = ratios[("dedup", "raw_vec")]
-    assert len(row["pairs"]["wall_rate"]) == 2 and row["spread"]["wall_rate"] is not None
-    assert row["unstable"] in (True, False)
-    assert ("dedup", "nospark") in ratios and ("nospark", "raw_vec") in ratios
+    for pair in (("dedup", "raw_vec_server"), ("raw_vec_server", "raw_vec"), ("dedup", "raw_vec")):
+        row = ratios[pair]
+        assert row["processing_rate"] and row["wall_rate"], pair
+        assert len(row["pairs"]["wall_rate"]) == 2 and row["spread"]["wall_rate"] is not None
+        assert row["unstable"] in (True, False), pair
     report = (out / "report.md").read_text()
+    assert "a chdb-backed ClickHouse HTTP endpoint" in report
+    assert "server mode: dedup / raw_vec into the same endpoint" in report
+    assert "trigger every 500ms" in report
     assert "**Start-up**" in report and "spread (processing / wall)" in report
 
 

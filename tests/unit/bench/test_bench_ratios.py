@@ -113,3 +113,32 @@ def test_the_readme_block_is_written_from_results_and_nothing_else_changes(tmp_p
     assert new.endswith(f"{END}\nafter\n")
     with pytest.raises(ReadmeError):
         replace_block("no markers", block)
+
+
+def test_server_mode_ratios_separate_the_endpoint_from_streamsift():
+    # --clickhouse server: dedup wrote to the endpoint, raw_vec_server too, raw_vec to chdb
+    ours = _run("streamsift", [(4.0, 10.0, None), (4.0, 10.0, None)])
+    served = _run("raw_vec", [(2.0, 4.0, None), (2.0, 4.0, None)])
+    embedded = _run("raw_vec", [(1.0, 2.0, None), (1.0, 2.0, None)])
+    nospark = _run("nospark", [(1.6, 3.0, None), (1.6, 3.0, None)])
+    results = _results(dedup=ours, raw_vec_server=served, raw_vec=embedded, nospark=nospark)
+    results["options"]["clickhouse"] = "server"
+    by_pair = {(r["ours"], r["baseline"]): r for r in ratios(results)}
+    assert set(by_pair) == {
+        ("dedup", "raw_vec"),
+        ("dedup", "nospark"),
+        ("nospark", "raw_vec"),
+        ("dedup", "raw_vec_server"),
+        ("raw_vec_server", "raw_vec"),
+    }
+    server = by_pair[("dedup", "raw_vec_server")]
+    assert server["processing_rate"] == 0.5 and server["wall_rate"] == 0.4
+    endpoint = by_pair[("raw_vec_server", "raw_vec")]
+    assert endpoint["processing_rate"] == 0.5 and endpoint["wall_rate"] == 0.5
+    assert endpoint["pairs"]["wall_rate"] == [0.5, 0.5] and endpoint["unstable"] is False
+    text = markdown({**results, "ratios": ratios(results)})
+    assert "server mode: dedup / raw_vec into the same endpoint | 0.50 | 0.40 |" in text
+    assert "raw_vec into the endpoint / into embedded chdb | 0.50 | 0.50 |" in text
+    assert "but for `raw_vec_server`" in text
+    embedded_run = _results(dedup=ours, raw_vec=embedded)  # raw_vec_server only in server mode
+    assert {(r["ours"], r["baseline"]) for r in ratios(embedded_run)} == {("dedup", "raw_vec")}

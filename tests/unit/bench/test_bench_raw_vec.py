@@ -101,3 +101,16 @@ def test_the_truth_sample_is_spread_over_the_stream_and_bounded():
     assert SAMPLE_MAX // 2 <= len(truth.sample) <= SAMPLE_MAX
     assert truth.sample_every == 32
     assert truth.as_dict()["sample"][0]["created_ms"] % 1000 == 123
+
+
+def test_raw_vec_server_runs_only_beside_dedup_in_server_mode():
+    from streamsift_bench.options import BenchOptions
+    from streamsift_bench.runner import Bench
+
+    def runs(**opts: object) -> bool:
+        return Bench._runs_with("raw_vec_server", BenchOptions(**opts))  # type: ignore[arg-type]
+
+    assert runs(clickhouse="server", scenarios=("dedup",))
+    assert not runs(clickhouse="embedded", scenarios=("dedup",))
+    assert not runs(clickhouse="server", scenarios=("ingest",))
+    assert Bench._runs_with("raw_vec", BenchOptions(clickhouse="server"))

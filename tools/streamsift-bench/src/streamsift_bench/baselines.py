@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from streamsift_bench.common import (
     JOIN_MAPPING,
@@ -41,123 +38,9 @@ from streamsift_bench.common import (
     verify,
     verify_join,
 )
+from streamsift_bench.consume_loop import Batching, consumer_from_start, cut_list, drain
 
-INSERT_ROWS = 50_000
 READ_QUERY = "SELECT count(), uniqExact(user_id), round(sum(amount), 2) FROM {source}"
-
-
-@dataclass
-class Drained:
-    """What one pass of a baseline's consume loop did, and when."""
-
-    consumed: int = 0
-    inserted: int = 0
-    inserts: int = 0
-    first_at: float | None = None  # wall time of the first poll that returned messages
-    done_at: float = 0.0
-    # when the first insert finished, and the messages read by then: the end of the "first
-    # batch", so a baseline's steady rate leaves out what streamsift's leaves out
-    first_insert: tuple[float, int] | None = None
-
-    def insert_finished(self) -> None:
-        if self.first_insert is None:
-            self.first_insert = (time.time(), self.consumed)
-
-    def steady_rate(self) -> float | None:
-        """Messages read after the first insert finished, over the time after it."""
-        if self.first_insert is None:
-            return None
-        at, read = self.first_insert
-        if self.done_at <= at or self.consumed <= read:
-            return None
-        return round((self.consumed - read) / (self.done_at - at), 1)
-
-    def timings(self, started_wall: float) -> dict[str, Any]:
-        """The result's time fields: processing (first message to last insert), wall and
-        start-up time from the worker process's start, and the steady rate."""
-        first = self.first_at or self.done_at
-        return {
-            "processing_seconds": round(self.done_at - first, 3),
-            "wall_seconds": round(self.done_at - started_wall, 3),
-            "startup_seconds": round(first - started_wall, 3),
-            "processing_started_at": self.first_at,
-            "done_at": self.done_at,
-            "after_first_batch_rate": self.steady_rate(),
-        }
-
-
-def consumer_from_start(spec: dict[str, Any], topics: list[str]) -> tuple[Consumer, list]:
-    """A consumer assigned every partition of `topics` from offset 0, and the (topic,
-    partition) pairs assigned."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": spec["bootstrap_servers"],
-            "group.id": f"bench-{spec['name']}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-            "fetch.wait.max.ms": 10,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    assigned = [
-        (topic, p)
-        for topic in topics
-        for p in sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-    ]
-    consumer.assign([TopicPartition(t, p, 0) for t, p in assigned])
-    return consumer, assigned
-
-
-def drain(
-    consumer: Consumer,
-    total: int,
-    progress: ProgressLog,
-    *,
-    take: Callable[[Any], None],
-    pending: Callable[[], int],
-    insert: Callable[[], int],
-    after_poll: Callable[[], None] | None = None,
-) -> Drained:
-    """Consume until `total` messages were read, handing each to `take`; closes the consumer.
-
-    After each poll: `after_poll`, then, once `pending()` rows reach INSERT_ROWS or everything
-    was read, `insert()` (which returns the rows it inserted) and an offset commit after it
-    (at-least-once). Progress is written after every poll.
-    """
-    done = Drained()
-
-    def flush() -> None:
-        rows = insert()
-        if rows:
-            done.inserted += rows
-            done.inserts += 1
-            done.insert_finished()
-            consumer.commit(asynchronous=True)  # after the insert: at-least-once
-
-    try:
-        while done.consumed < total:
-            msgs = consumer.consume(10_000, 1.0)
-            for msg in msgs:
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        continue
-                    raise RuntimeError(f"consume failed: {err.str()}")
-                done.consumed += 1
-                take(msg)
-            if msgs and done.first_at is None:
-                done.first_at = time.time()
-            if after_poll is not None:
-                after_poll()
-            if pending() >= INSERT_ROWS or done.consumed >= total:
-                flush()
-            progress.write(read=done.consumed, written=done.inserted)
-        flush()
-        done.done_at = time.time()
-    finally:
-        consumer.close()
-    progress.write(read=done.consumed, written=done.inserted)
-    return done
 
 
 def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
@@ -177,34 +60,25 @@ def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     pending: list[dict] = []
     insert_s = 0.0
 
-    def take(msg: Any) -> None:
-        event = json.loads(msg.value())
-        if dedup:
-            eid = event["event_id"]
-            if eid in seen:
-                return
-            seen.add(eid)
-        pending.append(event)
+    def take(msgs: list[Any]) -> None:
+        for msg in msgs:
+            event = json.loads(msg.value())
+            if dedup:
+                eid = event["event_id"]
+                if eid in seen:
+                    continue
+                seen.add(eid)
+            pending.append(event)
 
-    def insert() -> int:
+    def write(events: list[dict]) -> int:
         nonlocal insert_s
-        if not pending:
-            return 0
         t0 = time.perf_counter()
-        client.insert_arrow(table, rows_to_arrow(pending, version=final))
+        client.insert_arrow(table, rows_to_arrow(events, version=final))
         insert_s += time.perf_counter() - t0
-        rows = len(pending)
-        pending.clear()
-        return rows
+        return len(events)
 
-    done = drain(
-        consumer,
-        truth["produced"],
-        progress,
-        take=take,
-        pending=lambda: len(pending),
-        insert=insert,
-    )
+    batching = Batching(take, lambda: len(pending), lambda: cut_list(pending), write)
+    done = drain(consumer, truth["produced"], progress, batching, commit=True)
 
     def query(sql: str) -> tuple:
         return client.query(sql).result_rows[0]
@@ -214,11 +88,8 @@ def run_raw(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
 
     check = verify(query, table, truth, dedup=dedup or final, final=final, rows=rows)
     result: dict[str, Any] = {
-        "read": done.consumed,
-        "written": done.inserted,
-        "inserts": done.inserts,
+        **done.result(spec["process_started"]),
         "insert_seconds": round(insert_s, 3),
-        **done.timings(spec["process_started"]),
         "state_bytes": 0,
         "sink_bytes": dir_bytes(work / "clickhouse"),
         **check,
@@ -299,7 +170,7 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     pending: list[tuple[dict, dict]] = []
     behind = 0
 
-    def take(msg: Any) -> None:
+    def take_one(msg: Any) -> None:
         nonlocal behind
         side = 0 if msg.topic() == left_topic else 1
         event = json.loads(msg.value())
@@ -321,6 +192,10 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
                 pending.append((other, event))
         state[side].setdefault(key, []).append((t, event))
 
+    def take(msgs: list[Any]) -> None:
+        for msg in msgs:
+            take_one(msg)
+
     def advance_watermark() -> None:
         # the watermark moves between polls, like Spark's between micro-batches; what it has
         # passed can match nothing any more (as in Spark's join)
@@ -334,10 +209,8 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
                 else:
                     del state[side][key]
 
-    def insert() -> int:
-        if not pending:
-            return 0
-        columns = list(zip(*(_joined_row(le, re_) for le, re_ in pending), strict=True))
+    def write(pairs: list[tuple[dict, dict]]) -> int:
+        columns = list(zip(*(_joined_row(le, re_) for le, re_ in pairs), strict=True))
         table = pa.Table.from_arrays(
             [pa.array(c, f.type) for c, f in zip(columns, _JOIN_ARROW, strict=True)],
             schema=_JOIN_ARROW,
@@ -346,32 +219,22 @@ def run_raw_join(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
             i = table.schema.get_field_index(name)
             table = table.set_column(i, name, table.column(i).cast(_TS))
         client.insert_arrow(JOIN_TABLE, table)
-        rows = len(pending)
-        pending.clear()
-        return rows
+        return len(pairs)
 
-    done = drain(
-        consumer,
-        truth["produced"] + truth["join"]["right_messages"],
-        progress,
-        take=take,
-        pending=lambda: len(pending),
-        insert=insert,
-        after_poll=advance_watermark,
-    )
+    batching = Batching(take, lambda: len(pending), lambda: cut_list(pending), write)
+    total = truth["produced"] + truth["join"]["right_messages"]
+    done = drain(consumer, total, progress, batching, commit=True, after_poll=advance_watermark)
 
     def query(sql: str) -> tuple:
         return client.query(sql).result_rows[0]
 
     check = verify_join(query, JOIN_TABLE, truth["join"])
     return {
-        "read": done.consumed,
+        **done.result(spec["process_started"]),
         "events": truth["produced"],
         "left_events": truth["produced"],
         "right_events": truth["join"]["right_messages"],
-        "written": done.inserted,
         "late_dropped": behind,
-        **done.timings(spec["process_started"]),
         "state_bytes": 0,
         "sink_bytes": dir_bytes(work / "clickhouse"),
         **check,

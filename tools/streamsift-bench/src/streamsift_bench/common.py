@@ -357,6 +357,7 @@ LABELS = {
     "raw_naive_ingest": "naive raw consumer, no dedup",
     "raw_vec": "vectorised raw consumer (pyarrow JSON, Arrow dedup, inserts overlapped)",
     "raw_vec_ingest": "vectorised raw consumer, no dedup",
+    "raw_vec_server": "vectorised raw consumer into the ClickHouse endpoint (HTTP, server mode)",
     "nospark": "streamsift's stages without Spark (parse + RocksDB dedup + batch writer)",
     "nospark_ingest": "streamsift's stages without Spark, no dedup",
     "quix": "quixstreams (RocksDB dedup, batching sink)",

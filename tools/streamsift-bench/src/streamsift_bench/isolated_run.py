@@ -17,6 +17,8 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -191,18 +193,29 @@ def batch_summary(log: dict[int, dict[str, Any]], topic: str | None = None) -> d
     return out
 
 
-def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
+@contextmanager
+def clickhouse_endpoint(spec: dict[str, Any]) -> Iterator[int | None]:
+    """With `spec["clickhouse"]` "server": the port of a chdb-backed ClickHouse HTTP endpoint
+    on the run's ClickHouse directory, stopped afterwards; else None (embedded chdb).
+
+    A separate process, as a ClickHouse server would be; a child of this one, so the
+    runner's process-tree measurements count it (role `clickhouse`).
+    """
     if spec.get("clickhouse") != "server":
-        return _run_streamsift(spec, progress, None)
+        yield None
+        return
     from streamsift.embedded.clickhouse_server import spawn_server
 
-    # a separate process, as a ClickHouse server would be; a child of this one, so the
-    # runner's process-tree measurements count it
     server, port = spawn_server(Path(spec["work_dir"]) / "clickhouse")
     try:
-        return _run_streamsift(spec, progress, port)
+        yield port
     finally:
         processes.stop(server, 30)
+
+
+def run_streamsift(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
+    with clickhouse_endpoint(spec) as port:
+        return _run_streamsift(spec, progress, port)
 
 
 def _run_streamsift(

@@ -5,13 +5,14 @@ consumer as raw_vec (the source's fetch settings), and per poll what a micro-bat
 pass-through path: per partition, streamsift's processor (engine/query.py
 pass_through_processor: parse, event-time checks, the RocksDB first-wins decision, the output
 frame's shaping), then its BatchWriter (engine/batch_writer.py: sort, chunks, insert tokens)
-on the loop's thread. No offsets are checkpointed. streamsift's distance to this run is what
+on the loop's thread (the consume loop of consume_loop.py, which the other hand-written runs
+share). No offsets are checkpointed. streamsift's distance to this run is what
 Spark (planning, tasks, Arrow to the JVM and back, its checkpoints) costs.
 """
 
 from __future__ import annotations
 
-import time
+import itertools
 import uuid
 from collections import defaultdict
 from pathlib import Path
@@ -19,9 +20,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from streamsift_bench.baselines import INSERT_ROWS, Drained
 from streamsift_bench.common import ProgressLog, create_table_sql, dir_bytes, verify
-from streamsift_bench.raw_vec import TABLE, fetch_consumer, poll
+from streamsift_bench.consume_loop import Batching, drain
+from streamsift_bench.raw_vec import TABLE, fetch_consumer
 
 
 class PartitionRanges:
@@ -32,15 +33,25 @@ class PartitionRanges:
     def __init__(self) -> None:
         self._msgs: dict[int, list[Any]] = defaultdict(list)
         self._next: dict[int, int] = {}
+        self._count = 0
 
     def add(self, msgs: list[Any]) -> None:
         for msg in msgs:
             self._msgs[msg.partition()].append(msg)
+        self._count += len(msgs)
 
-    def cut(self) -> list[Any]:
-        """The gathered messages as one KafkaRecords per partition (then forgotten)."""
+    def count(self) -> int:
+        """Messages gathered since the last cut."""
+        return self._count
+
+    def cut(self) -> list[Any] | None:
+        """The gathered messages as one KafkaRecords per partition (then forgotten); None when
+        there are none."""
         from streamsift.sources.kafka_range import KafkaRecords
 
+        if not self._count:
+            return None
+        self._count = 0
         out = []
         for partition in sorted(self._msgs):
             got = self._msgs[partition]
@@ -83,58 +94,29 @@ def run_nospark(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     batch_writer = BatchWriter(pipeline, writer)
     query_id = uuid.uuid4().hex
     truth = spec["truth"]
-    total = truth["produced"]
-    consumer, _ = fetch_consumer(spec, spec["topic"])
-    done = Drained()
-    pending = PartitionRanges()
-    batch_id = dlq = 0
+    ranges = PartitionRanges()
+    batch_ids = itertools.count()
+    dlq = 0
 
-    def flush() -> None:
-        nonlocal batch_id, dlq
-        ranges = pending.cut()
-        if not ranges:
-            return
-        chunks = [c for records in ranges for c in processor.process(records)]
+    def write(cut: list[Any]) -> int:
+        nonlocal dlq
+        chunks = [c for records in cut for c in processor.process(records)]
         data = pa.Table.from_batches(list(unpack_batches(chunks)), schema=schema)
-        counts = batch_writer.write(data, query_id, batch_id, "driver")
-        batch_id += 1
-        done.inserted += counts.written
+        counts = batch_writer.write(data, query_id, next(batch_ids), "driver")
         dlq += counts.dlq
-        done.inserts += 1
-        done.insert_finished()
+        return counts.written
 
-    try:
-        read_since = 0
-        while done.consumed < total:
-            msgs = poll(consumer, total - done.consumed)
-            if msgs:
-                done.first_at = done.first_at or time.time()
-                done.consumed += len(msgs)
-                read_since += len(msgs)
-                pending.add(msgs)
-            if read_since >= INSERT_ROWS or done.consumed >= total:
-                flush()
-                read_since = 0
-            progress.write(read=done.consumed, written=done.inserted)
-        flush()
-        done.done_at = time.time()
-    finally:
-        consumer.close()
-    progress.write(read=done.consumed, written=done.inserted)
+    consumer = fetch_consumer(spec, spec["topic"])
+    batching = Batching(ranges.add, ranges.count, ranges.cut, write)
+    done = drain(consumer, truth["produced"], progress, batching)
 
     def query(sql: str) -> tuple:
         return writer.query_rows(sql)[0]
 
-    def rows(sql: str) -> list[tuple]:
-        return list(writer.query_rows(sql))
-
-    check = verify(query, TABLE, truth, dedup=bool(spec["dedup"]), rows=rows)
+    check = verify(query, TABLE, truth, dedup=bool(spec["dedup"]), rows=writer.query_rows)
     return {
-        "read": done.consumed,
-        "written": done.inserted,
-        "inserts": done.inserts,
+        **done.result(spec["process_started"]),
         "dlq": dlq,
-        **done.timings(spec["process_started"]),
         "state_bytes": dir_bytes(checkpoint),
         "sink_bytes": dir_bytes(work / "clickhouse"),
         **check,

@@ -21,6 +21,9 @@ BASELINE_KINDS = {
     "raw_naive_ingest": "raw",
     "raw_vec": "raw_vec",  # the vectorised ceiling (raw_vec.py)
     "raw_vec_ingest": "raw_vec",
+    # raw_vec into the ClickHouse endpoint streamsift's server mode writes to (runs only with
+    # --clickhouse server; raw_vec.py)
+    "raw_vec_server": "raw_vec",
     "nospark": "nospark",  # streamsift's stages without Spark (nospark.py)
     "nospark_ingest": "nospark",
     "quix": "quix",
@@ -29,6 +32,7 @@ BASELINE_KINDS = {
 }
 BASELINES = tuple(BASELINE_KINDS)
 DEFAULT_BASELINES = tuple(b for b in BASELINES if b != "nospark_ingest")
+SERVER_BASELINES = ("raw_vec_server",)  # baselines that write to the endpoint, not to chdb
 BASELINE_ALIASES = {"raw": "raw_naive", "raw_ingest": "raw_naive_ingest"}  # older names
 
 

@@ -8,20 +8,25 @@ thread: not what a careful hand-written consumer does. These two are the honest 
   pyarrow's JSON reader with an explicit schema, first-wins dedup on the id column (`first_wins`:
   dictionary-encoded, with a set of the ids seen so far), and inserts of ~50k rows on a second
   thread while the next messages are fetched and parsed. Without dedup: its ingest variant.
+  It inserts with streamsift's own ClickHouse client (sinks/clickhouse ClickHouseWriter: one
+  block per insert, an insert token, the sink's retries), into chdb in its own process or,
+  as `raw_vec_server`, over HTTP into the chdb-backed endpoint the run starts as a separate
+  process, the one streamsift's server mode writes to (isolated_run.clickhouse_endpoint):
+  raw_vec_server / raw_vec is what the endpoint costs, streamsift-server / raw_vec_server
+  what streamsift's server mode costs beyond it.
 - `nospark`: the same consumer, but each poll goes through streamsift's own processor (parse,
   event-time checks, the RocksDB dedup decision, the pass-through's shaping) and its
   BatchWriter (sort, chunks, insert tokens), in a plain loop: streamsift minus Spark, so
   streamsift's distance to it is what Spark costs.
 
-Both insert into chdb in their own process, as the other baselines do, and are verified the
-same way (common.verify, with the truth's sample of column values).
+Both share the consume loop of the other hand-written runs (consume_loop.py) and are
+verified the same way (common.verify, with the truth's sample of column values).
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +34,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer
 
+from streamsift.sinks.clickhouse import ClickHouseWriter
 from streamsift.sources.kafka_range import FETCH_DEFAULTS
-from streamsift_bench.baselines import INSERT_ROWS, Drained
 from streamsift_bench.common import (
     ARROW_SCHEMA,
     ProgressLog,
@@ -40,8 +45,8 @@ from streamsift_bench.common import (
     dir_bytes,
     verify,
 )
+from streamsift_bench.consume_loop import Batching, consumer_from_start, cut_list, drain
 
-CONSUME_MESSAGES = 10_000  # messages asked of one consume() call
 TABLE = "events"
 _TS = pa.timestamp("us", tz="UTC")
 # The load generator's events as pyarrow's JSON reader is told to read them (other keys ignored).
@@ -119,126 +124,68 @@ def first_wins(ids: pa.Array | pa.ChunkedArray, seen: set[str]) -> np.ndarray:
     return first & ~was_seen.to_numpy(zero_copy_only=False)[codes]
 
 
-def fetch_consumer(spec: dict[str, Any], topic: str) -> tuple[Consumer, list[int]]:
+def fetch_consumer(spec: dict[str, Any], topic: str) -> Consumer:
     """A consumer with the source's fetch settings, assigned every partition from offset 0."""
-    consumer = Consumer(
-        {
-            **FETCH_DEFAULTS,
-            "bootstrap.servers": spec["bootstrap_servers"],
-            "group.id": f"bench-{spec['name']}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    parts = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-    consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-    return consumer, parts
+    return consumer_from_start(spec, [topic], FETCH_DEFAULTS)[0]
 
 
-def poll(consumer: Consumer, want: int) -> list[Any]:
-    """Up to `want` messages (fewer at the end), errors other than end-of-partition raised."""
-    msgs = consumer.consume(num_messages=min(want, CONSUME_MESSAGES), timeout=1.0)
-    out = []
-    for msg in msgs:
-        err = msg.error()
-        if err is None:
-            out.append(msg)
-        elif err.code() != KafkaError._PARTITION_EOF:
-            raise RuntimeError(f"consume failed: {err.str()}")
-    return out
+def sink_writer(spec: dict[str, Any], port: int | None) -> ClickHouseWriter:
+    """streamsift's ClickHouse client (the sink's, tokens and retries included) on the run's
+    chdb directory, or on the endpoint at `port` over HTTP."""
+    from streamsift.config.models import ClickHouseConnection
 
-
-class Inserter:
-    """Inserts on a thread of its own, one insert in flight: the next fetch overlaps it."""
-
-    def __init__(self, insert: Callable[[pa.Table], None], done: Drained) -> None:
-        self._insert = insert
-        self._done = done
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-insert")
-        self._inflight: Future[None] | None = None
-        self.inserts = 0
-
-    def submit(self, table: pa.Table) -> None:
-        self.wait()
-        self._inflight = self._pool.submit(self._run, table)
-        self.inserts += 1
-
-    def _run(self, table: pa.Table) -> None:
-        self._insert(table)
-        self._done.insert_finished()  # the first one ends the "first batch"
-
-    def wait(self) -> None:
-        if self._inflight is not None:
-            self._inflight.result()  # an insert's failure ends the run
-            self._inflight = None
-
-    def close(self) -> None:
-        self.wait()
-        self._pool.shutdown()
+    if port is None:
+        conn = ClickHouseConnection(path=Path(spec["work_dir"]) / "clickhouse")
+    else:
+        conn = ClickHouseConnection(host="127.0.0.1", port=port)
+    return ClickHouseWriter(conn)
 
 
 def run_raw_vec(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
-    """Drain the topic with the vectorised consumer (dedup unless spec['dedup'] is false)."""
-    import time
+    """Drain the topic with the vectorised consumer (dedup unless spec['dedup'] is false),
+    into embedded chdb or, with spec['clickhouse'] "server", into the endpoint it starts."""
+    from streamsift_bench.isolated_run import clickhouse_endpoint
 
-    import clickhouse_connect
+    with clickhouse_endpoint(spec) as port:
+        return _run_raw_vec(spec, progress, sink_writer(spec, port))
 
+
+def _run_raw_vec(
+    spec: dict[str, Any], progress: ProgressLog, writer: ClickHouseWriter
+) -> dict[str, Any]:
     work = Path(spec["work_dir"])
     dedup = bool(spec["dedup"])
-    client = clickhouse_connect.get_client(dsn=f"chdb://{work / 'clickhouse'}")
-    client.command(create_table_sql(TABLE))
+    writer.command(create_table_sql(TABLE))
     truth = spec["truth"]
-    total = truth["produced"]
-    consumer, _ = fetch_consumer(spec, spec["topic"])
-    done = Drained()
-    inserter = Inserter(lambda table: client.insert_arrow(TABLE, table), done)
     seen: set[str] = set()
     pending: list[pa.Table] = []
-    pending_rows = 0
 
-    def flush() -> None:
-        nonlocal pending_rows
-        if pending:
-            inserter.submit(pa.concat_tables(pending))
-            done.inserted += pending_rows
-            pending.clear()
-            pending_rows = 0
+    def take(msgs: list[Any]) -> None:
+        table = parse_events([m.value() for m in msgs])
+        if dedup:
+            table = table.filter(pa.array(first_wins(table.column("event_id"), seen)))
+        pending.append(table)
 
-    try:
-        while done.consumed < total:
-            msgs = poll(consumer, total - done.consumed)
-            if msgs:
-                done.first_at = done.first_at or time.time()
-                done.consumed += len(msgs)
-                table = parse_events([m.value() for m in msgs])
-                if dedup:
-                    table = table.filter(pa.array(first_wins(table.column("event_id"), seen)))
-                pending.append(table)
-                pending_rows += table.num_rows
-            if pending_rows >= INSERT_ROWS or done.consumed >= total:
-                flush()
-            progress.write(read=done.consumed, written=done.inserted)
-        flush()
-        inserter.close()
-        done.inserts = inserter.inserts
-        done.done_at = time.time()
-    finally:
-        consumer.close()
-    progress.write(read=done.consumed, written=done.inserted)
+    def cut() -> pa.Table | None:
+        tables = cut_list(pending)
+        return None if tables is None else pa.concat_tables(tables)
+
+    def write(table: pa.Table) -> int:
+        writer.insert(TABLE, table, f"{spec['name']}:{next(tokens)}")  # as the sink inserts
+        return table.num_rows
+
+    tokens = itertools.count()
+    consumer = fetch_consumer(spec, spec["topic"])
+    batching = Batching(take, lambda: sum(t.num_rows for t in pending), cut, write)
+    done = drain(consumer, truth["produced"], progress, batching, overlap=True)
 
     def query(sql: str) -> tuple:
-        return client.query(sql).result_rows[0]
+        return writer.query_rows(sql)[0]
 
-    def rows(sql: str) -> list[tuple]:
-        return list(client.query(sql).result_rows)
-
-    check = verify(query, TABLE, truth, dedup=dedup, rows=rows)
+    check = verify(query, TABLE, truth, dedup=dedup, rows=writer.query_rows)
     return {
-        "read": done.consumed,
-        "written": done.inserted,
-        "inserts": done.inserts,
-        **done.timings(spec["process_started"]),
+        **done.result(spec["process_started"]),
+        "clickhouse": "server" if spec.get("clickhouse") == "server" else "embedded",
         "state_bytes": 0,
         "sink_bytes": dir_bytes(work / "clickhouse"),
         **check,

@@ -24,6 +24,8 @@ HEADLINE = (
     ("nospark", "raw_vec"),
     ("ingest", "raw_vec_ingest"),
     ("dedup", "quix"),
+    ("dedup", "raw_vec_server"),
+    ("raw_vec_server", "raw_vec"),
     ("dedup-join", "raw_join"),
 )
 

@@ -76,13 +76,7 @@ def markdown(results: dict) -> str:
         "",
     ]
     if o.get("clickhouse") == "server":
-        lines += [
-            "ClickHouse for the streamsift runs: a chdb-backed ClickHouse HTTP endpoint that each "
-            "run starts as a separate process (counted in the run's process tree); streamsift "
-            "inserts from Spark's executors as against a ClickHouse server. The baselines "
-            "insert into chdb in their own process.",
-            "",
-        ]
+        lines += _server_mode(results.get("drain", {}))
     if o.get("state_store") == "memory":
         lines += [
             "Join state for the streamsift runs: on the JVM heap (`runtime.state_store: memory`).",
@@ -246,6 +240,27 @@ def markdown(results: dict) -> str:
     if results.get("plots"):
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in results["plots"]] + [""]
     return "\n".join(lines)
+
+
+def _server_mode(drain: dict) -> list[str]:
+    """Where the runs of a `--clickhouse server` bench write, and how to read its ratios."""
+    lines = [
+        "ClickHouse for the streamsift runs: a chdb-backed ClickHouse HTTP endpoint that each "
+        "run starts as a separate process (counted in the run's process tree); streamsift "
+        "inserts from Spark's executors as against a ClickHouse server. The baselines "
+        "insert into chdb in their own process"
+        + (
+            ", but for `raw_vec_server`: raw_vec starting the same endpoint and inserting "
+            "into it over HTTP with streamsift's ClickHouse client. Server mode / embedded = "
+            "(dedup / raw_vec_server) x (raw_vec_server / raw_vec) / (embedded dedup / "
+            "raw_vec): the second factor is the endpoint's cost to any client on these "
+            "cores, the first what streamsift's server mode costs beyond it."
+            if "raw_vec_server" in drain
+            else "."
+        ),
+        "",
+    ]
+    return lines
 
 
 def _spread(value: float | None) -> str:

@@ -51,7 +51,13 @@ from streamsift_bench.measures import (
     ramp_limit,
     sustained_rate,
 )
-from streamsift_bench.options import BASELINE_KINDS, CLUSTER_RUNS, LIVE_SCENARIOS, BenchOptions
+from streamsift_bench.options import (
+    BASELINE_KINDS,
+    CLUSTER_RUNS,
+    LIVE_SCENARIOS,
+    SERVER_BASELINES,
+    BenchOptions,
+)
 from streamsift_bench.profiles import Profiler
 from streamsift_bench.resources import TreeSampler, process_cpu
 
@@ -130,7 +136,7 @@ class Bench:
                 for label, cores in CLUSTER_RUNS.items():
                     self.results["drain"][label] = self.drain("dedup", None, cores)
                 return self._done(started)
-            plan = [(b, b) for b in opts.baselines if self._runs_with(b, opts.scenarios)]
+            plan = [(b, b) for b in opts.baselines if self._runs_with(b, opts)]
             self.drain_rounds(plan + [(s, s) for s in opts.scenarios], quix_python)
             if opts.drain_events:
                 large_drain(self, quix_python)
@@ -144,8 +150,12 @@ class Bench:
         return self._done(started)
 
     @staticmethod
-    def _runs_with(baseline: str, scenarios: tuple[str, ...]) -> bool:
-        """A baseline runs beside the scenario it is a reference for."""
+    def _runs_with(baseline: str, opts: BenchOptions) -> bool:
+        """A baseline runs beside the scenario it is a reference for (raw_vec_server: the
+        dedup scenario in server mode, where it writes to the same endpoint)."""
+        scenarios = opts.scenarios
+        if baseline in SERVER_BASELINES:
+            return opts.clickhouse == "server" and "dedup" in scenarios
         if baseline.endswith("_ingest"):
             return "ingest" in scenarios
         if baseline == "raw_join":
@@ -283,6 +293,8 @@ class Bench:
                 "mode": o.join_mode,
             }
             extra["truth"] = {**backlog.truth, "join": self.join_truth}
+        if kind != "streamsift":  # where a baseline writes (streamsift: --clickhouse)
+            extra["clickhouse"] = "server" if name in SERVER_BASELINES else "embedded"
         if cluster_cores is not None:
             extra["master"] = self.opts.master
             extra["spark_conf"] = {

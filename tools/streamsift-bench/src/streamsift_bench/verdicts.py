@@ -13,6 +13,10 @@ RATIOS = (
     ("dedup", "raw_vec", "dedup / vectorised raw consumer"),
     ("dedup", "nospark", "dedup / streamsift without Spark (what Spark costs)"),
     ("nospark", "raw_vec", "streamsift without Spark / vectorised raw consumer"),
+    # --clickhouse server: streamsift's server mode against raw_vec into the same endpoint, and
+    # what the endpoint costs raw_vec (its HTTP inserts against chdb in its own process)
+    ("dedup", "raw_vec_server", "server mode: dedup / raw_vec into the same endpoint"),
+    ("raw_vec_server", "raw_vec", "raw_vec into the endpoint / into embedded chdb"),
     ("dedup", "raw_naive", "dedup / naive raw consumer"),
     ("dedup", "quix", "dedup / quixstreams"),
     ("dedup", "ch_final", "dedup / ClickHouse-side dedup (ingest rate)"),
