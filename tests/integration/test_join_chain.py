@@ -10,14 +10,18 @@ inside the windows for mode interval, the value written last for mode table.
 from __future__ import annotations
 
 import random
+import signal
 from collections import Counter
 from datetime import datetime, timedelta
 
 import pytest
 
 from streamsift.config import parse_pipeline
+from streamsift.engine.faults import FAULT_ENV
 from streamsift.engine.runner import PipelineRunner
 from streamsift.transforms.join_latest_rule import Record, Windows, pick
+from support.cli import run_until_caught_up
+from support.clickhouse import Endpoint
 from support.join_events import T0, H, M, encode, order, orders_users_products_doc, product, user
 from support.join_runs import run_until
 from support.pipeline_docs import mapping
@@ -214,3 +218,49 @@ def test_latest_then_table_left_outer_and_late_records(
     stats = PipelineRunner(pipeline).run(until_caught_up=True).stats
     assert stats["read"] == 2 and stats["late_dropped"] == 2
     assert rows_of(PipelineRunner(pipeline), table) == want
+
+
+def test_kill_9_mid_run_then_resume_writes_each_row_once(
+    broker, tmp_path, unique_name, produce_messages
+):
+    """`streamsift run` of an interval-then-table chain killed (SIGKILL) right after its 3rd
+    insert, inside a micro-batch that is then re-run, and run to the end: each (order, user
+    version) row once, with its product's value. Two user versions per order make two rows
+    per order that share the products step's right record: only the chain's hash of both
+    right positions tells them apart in the sink's sort."""
+    orders = [order(f"o{i}", f"u{i % 105}", T0 + i * S, i, f"p{i % 22}") for i in range(1_500)]
+    users = [user(f"u{u}", f"n{u}-{v}", T0 + v * M) for v in range(2) for u in range(100)]
+    products = [product(f"p{p}", f"t{p}-{v}", T0) for v in range(2) for p in range(20)]
+    produce(broker, produce_messages, unique_name, orders, users, products)
+    ep = Endpoint(tmp_path / "clickhouse")
+    try:
+        steps = [
+            {"mode": "interval", **USERS_STEP},
+            {
+                "mode": "table",
+                "left": {"key": "product_id", "time_window": "20m"},
+                "right": {"source": "products", "key": "id"},
+                "output": PRODUCTS_OUTPUT,
+            },
+        ]
+        doc = orders_users_products_doc(broker, None, tmp_path, unique_name, steps, MAPPING)
+        doc["sink"].update(clickhouse={"host": "127.0.0.1", "port": ep.port}, max_batch_size=200)
+        doc["runtime"]["max_rows_per_batch"] = 500
+        table = doc["sink"]["table"]
+        crashed = run_until_caught_up(doc, tmp_path, env={FAULT_ENV: "kill_after_insert:3"})
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+        partial = ep.count(table)
+        done = run_until_caught_up(doc, tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        rows = Counter(ep.client.query(f"SELECT order_id, name, title FROM {table}").result_rows)
+        value = {p["id"]: p["title"] for p in products}
+        want = Counter(
+            (o["order_id"], u["user"]["name"], value[o["product_id"]])
+            for o in orders
+            for u in users
+            if u["user"]["id"] == o["user_id"] and o["product_id"] in value
+        )
+        assert 0 < partial < sum(want.values())
+        assert rows == want
+    finally:
+        ep.stop()
