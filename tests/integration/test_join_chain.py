@@ -10,33 +10,35 @@ inside the windows for mode interval, the value written last for mode table.
 from __future__ import annotations
 
 import random
-import signal
 from collections import Counter
 from datetime import datetime, timedelta
 
 import pytest
 
 from streamsift.config import parse_pipeline
-from streamsift.engine.faults import FAULT_ENV
 from streamsift.engine.runner import PipelineRunner
 from streamsift.transforms.join_latest_rule import Record, Windows, pick
-from support.cli import run_until_caught_up
 from support.clickhouse import Endpoint
-from support.join_events import T0, H, M, encode, order, orders_users_products_doc, product, user
-from support.join_runs import run_until
-from support.pipeline_docs import mapping
+from support.join_events import (
+    T0,
+    USERS_STEP,
+    H,
+    M,
+    chain_doc,
+    encode,
+    order,
+    orders_users_products_doc,
+    product,
+    products_step,
+    user,
+)
+from support.join_runs import killed_then_resumed, run_until
 
 pytestmark = pytest.mark.integration
 
 S = timedelta(seconds=1)
 USERS_WINDOWS = Windows(int(H.total_seconds() * 1e6), int(30 * M.total_seconds() * 1e6))
 PRODUCTS_WINDOWS = Windows(int(20 * M.total_seconds() * 1e6), int(40 * M.total_seconds() * 1e6))
-MAPPING = mapping(
-    ("order_id", "order_id", "String"),
-    ("name", "name", "Nullable(String)"),
-    ("title", "title", "Nullable(String)"),
-    ("amount", "amount", "Float64"),
-)
 
 
 def micros(doc: dict) -> int:
@@ -87,25 +89,6 @@ def rows_of(runner: PipelineRunner, table: str) -> Counter:
     return Counter(runner.writer.query_rows(f"SELECT order_id, name, title, amount FROM {table}"))
 
 
-USERS_STEP = {
-    "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
-    "right": {"source": "users", "key": "user.id", "time_window": "30m"},
-    "output": [
-        {"from": "left", "field": "order_id"},
-        {"from": "left", "field": "product_id"},
-        {"from": "left", "field": "amount"},
-        {"from": "left", "field": "ts"},
-        {"from": "right", "field": "user.name", "as": "name"},
-    ],
-}
-PRODUCTS_OUTPUT = [
-    {"from": "left", "field": "order_id"},
-    {"from": "left", "field": "name"},
-    {"from": "right", "field": "title"},
-    {"from": "left", "field": "amount"},
-]
-
-
 def test_interval_then_latest_is_exact(broker, chdb_path, tmp_path, unique_name, produce_messages):
     """Step 1 interval (a row per order and user version inside the windows), step 2 latest
     (each of those rows once, with the product version current at the order's time), inner;
@@ -114,16 +97,8 @@ def test_interval_then_latest_is_exact(broker, chdb_path, tmp_path, unique_name,
     produce(broker, produce_messages, unique_name, orders, users, products)
     produce_messages(f"{unique_name}_orders", [(b"x", b"{not json")])
     produce_messages(f"{unique_name}_products", [(b"y", b'{"id": 5')])
-    steps = [
-        {"mode": "interval", **USERS_STEP},
-        {
-            "mode": "latest",
-            "left": {"key": "product_id", "time_window": "20m"},
-            "right": {"source": "products", "key": "id", "time_window": "40m"},
-            "output": PRODUCTS_OUTPUT,
-        },
-    ]
-    doc = orders_users_products_doc(broker, chdb_path, tmp_path, unique_name, steps, MAPPING)
+    steps = [{"mode": "interval", **USERS_STEP}, products_step("latest", time_window="40m")]
+    doc = orders_users_products_doc(broker, chdb_path, tmp_path, unique_name, steps)
     pipeline = parse_pipeline(doc)
     stats = PipelineRunner(pipeline).run(until_caught_up=True).stats
 
@@ -158,17 +133,8 @@ def test_latest_then_table_left_outer_and_late_records(
     the watermark afterwards are dropped from the join and counted, not written."""
     orders, users, products = streams(seed=4)
     produce(broker, produce_messages, unique_name, orders, users, products)
-    steps = [
-        {"mode": "latest", **USERS_STEP},
-        {
-            "type": "left",
-            "mode": "table",
-            "left": {"key": "product_id", "time_window": "20m"},
-            "right": {"source": "products", "key": "id"},
-            "output": PRODUCTS_OUTPUT,
-        },
-    ]
-    doc = orders_users_products_doc(broker, chdb_path, tmp_path, unique_name, steps, MAPPING)
+    steps = [{"mode": "latest", **USERS_STEP}, products_step("table", "left")]
+    doc = orders_users_products_doc(broker, chdb_path, tmp_path, unique_name, steps)
     pipeline = parse_pipeline(doc)
     table = pipeline.sink.table
 
@@ -234,24 +200,13 @@ def test_kill_9_mid_run_then_resume_writes_each_row_once(
     produce(broker, produce_messages, unique_name, orders, users, products)
     ep = Endpoint(tmp_path / "clickhouse")
     try:
-        steps = [
-            {"mode": "interval", **USERS_STEP},
-            {
-                "mode": "table",
-                "left": {"key": "product_id", "time_window": "20m"},
-                "right": {"source": "products", "key": "id"},
-                "output": PRODUCTS_OUTPUT,
-            },
-        ]
-        doc = orders_users_products_doc(broker, None, tmp_path, unique_name, steps, MAPPING)
-        doc["sink"].update(clickhouse={"host": "127.0.0.1", "port": ep.port}, max_batch_size=200)
+        steps = [{"mode": "interval", **USERS_STEP}, products_step("table")]
+        clickhouse = {"host": "127.0.0.1", "port": ep.port}
+        doc = chain_doc(unique_name, steps, broker.bootstrap_servers, clickhouse, tmp_path / "cp")
+        doc["sink"]["max_batch_size"] = 200
         doc["runtime"]["max_rows_per_batch"] = 500
         table = doc["sink"]["table"]
-        crashed = run_until_caught_up(doc, tmp_path, env={FAULT_ENV: "kill_after_insert:3"})
-        assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
-        partial = ep.count(table)
-        done = run_until_caught_up(doc, tmp_path)
-        assert done.returncode == 0, done.stderr[-2000:]
+        partial = killed_then_resumed(doc, tmp_path, lambda: ep.count(table))
         rows = Counter(ep.client.query(f"SELECT order_id, name, title FROM {table}").result_rows)
         value = {p["id"]: p["title"] for p in products}
         want = Counter(

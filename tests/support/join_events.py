@@ -86,22 +86,62 @@ def orders_join_users_doc(broker, chdb_path, tmp_path, name: str, how: str, late
     )
 
 
-def orders_users_products_doc(
-    broker, chdb_path, tmp_path, name: str, steps: list[dict], mapping_: list
-) -> dict:
-    """Orders join users join products (a chain: `join` as the list `steps`), no dedup, into
-    table `name`; each source's event time is its `ts`."""
-    schemas = {
-        "orders": fields(
-            ("order_id", "string"),
-            ("user_id", "string"),
-            ("product_id", "string"),
-            ("amount", "float"),
-            ("ts", "timestamp"),
-        ),
-        "users": fields(("user.id", "string"), ("user.name", "string"), ("ts", "timestamp")),
-        "products": fields(("id", "string"), ("title", "string"), ("ts", "timestamp")),
+# The chain tests' sources: orders (with a product_id) join users, then products.
+CHAIN_SCHEMAS = {
+    "orders": fields(
+        ("order_id", "string"),
+        ("user_id", "string"),
+        ("product_id", "string"),
+        ("amount", "float"),
+        ("ts", "timestamp"),
+    ),
+    "users": fields(("user.id", "string"), ("user.name", "string"), ("ts", "timestamp")),
+    "products": fields(("id", "string"), ("title", "string"), ("ts", "timestamp")),
+}
+# Step 1 of a chain (add its mode): each order with its user's name, carrying product_id.
+USERS_STEP = {
+    "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
+    "right": {"source": "users", "key": "user.id", "time_window": "30m"},
+    "output": [
+        {"from": "left", "field": "order_id"},
+        {"from": "left", "field": "product_id"},
+        {"from": "left", "field": "amount"},
+        {"from": "left", "field": "ts"},
+        {"from": "right", "field": "user.name", "as": "name"},
+    ],
+}
+# The output of a products step (step 2)
+PRODUCTS_OUTPUT = [
+    {"from": "left", "field": "order_id"},
+    {"from": "left", "field": "name"},
+    {"from": "right", "field": "title"},
+    {"from": "left", "field": "amount"},
+]
+CHAIN_MAPPING = mapping(
+    ("order_id", "order_id", "String"),
+    ("name", "name", "Nullable(String)"),
+    ("title", "title", "Nullable(String)"),
+    ("amount", "amount", "Float64"),
+)
+
+
+def products_step(mode: str, how: str = "inner", **right: str) -> dict:
+    """Step 2 of a chain: the previous rows (left window 20m) join products on product_id;
+    `right` adds to the right side (e.g. time_window, for mode latest)."""
+    return {
+        "type": how,
+        "mode": mode,
+        "left": {"key": "product_id", "time_window": "20m"},
+        "right": {"source": "products", "key": "id", **right},
+        "output": PRODUCTS_OUTPUT,
     }
+
+
+def chain_doc(
+    name: str, steps: list[dict], bootstrap_servers: str, clickhouse: dict, checkpoint_dir
+) -> dict:
+    """Orders join users join products (`join` as the list `steps`), no dedup, into table
+    `name` (mapped as CHAIN_MAPPING); each source's event time is its `ts`."""
     return join_doc(
         name=name.replace("_", "-")[:90],
         sources=[
@@ -110,16 +150,23 @@ def orders_users_products_doc(
                 f"{name}_{source}",
                 schema,
                 event_time="ts",
-                bootstrap_servers=broker.bootstrap_servers,
+                bootstrap_servers=bootstrap_servers,
             )
-            for source, schema in schemas.items()
+            for source, schema in CHAIN_SCHEMAS.items()
         ],
         join=steps,
-        clickhouse={"path": str(chdb_path)},
+        clickhouse=clickhouse,
         table=name,
         sink={"create_table": True},
-        mapping=mapping_,
-        checkpoint_dir=tmp_path / name,
+        mapping=CHAIN_MAPPING,
+        checkpoint_dir=checkpoint_dir,
+    )
+
+
+def orders_users_products_doc(broker, chdb_path, tmp_path, name: str, steps: list[dict]) -> dict:
+    """`chain_doc` on the test broker and chdb, checkpointed under `tmp_path`."""
+    return chain_doc(
+        name, steps, broker.bootstrap_servers, {"path": str(chdb_path)}, tmp_path / name
     )
 
 
@@ -133,50 +180,10 @@ def encode(docs: list[dict], key: str) -> list[tuple[bytes, bytes]]:
 
 # A three-source document that validates (never run: its broker and ClickHouse are made up):
 # orders join users (latest), then products as a table (left).
-SOURCES = [
-    join_source(
-        "orders",
-        "o",
-        fields(("order_id", "string"), ("user_id", "string"), ("product_id", "int")),
-        bootstrap_servers="k:9092",
-    ),
-    join_source(
-        "users", "u", fields(("user.id", "string"), ("name", "string")), bootstrap_servers="k:9092"
-    ),
-    join_source(
-        "products", "p", fields(("id", "int"), ("title", "string")), bootstrap_servers="k:9092"
-    ),
-]
-STEP_USERS = {
-    "mode": "latest",
-    "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
-    "right": {"source": "users", "key": "user.id", "time_window": "30m"},
-    "output": [
-        {"from": "left", "field": "order_id"},
-        {"from": "left", "field": "product_id"},
-        {"from": "right", "field": "name"},
-    ],
-}
-STEP_PRODUCTS = {
-    "type": "left",
-    "mode": "table",
-    "left": {"key": "product_id", "time_window": "10m"},
-    "right": {"source": "products", "key": "id"},
-    "output": [
-        {"from": "left", "field": "order_id"},
-        {"from": "left", "field": "name"},
-        {"from": "right", "field": "title", "as": "product"},
-    ],
-}
-CHAIN: dict[str, Any] = join_doc(
-    name="chain",
-    sources=SOURCES,
-    join=[STEP_USERS, STEP_PRODUCTS],
-    clickhouse={"path": "/tmp/x"},
-    table="t",
-    mapping=mapping(
-        ("order_id", "order_id", "String"),
-        ("name", "name", "String"),
-        ("product", "product", "Nullable(String)"),
-    ),
+CHAIN: dict[str, Any] = chain_doc(
+    "chain",
+    [{"mode": "latest", **USERS_STEP}, products_step("table", "left")],
+    "k:9092",
+    {"path": "/tmp/x"},
+    None,
 )
