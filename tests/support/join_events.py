@@ -103,10 +103,7 @@ USERS_STEP = {
     "left": {"source": "orders", "key": "user_id", "time_window": "1h"},
     "right": {"source": "users", "key": "user.id", "time_window": "30m"},
     "output": [
-        {"from": "left", "field": "order_id"},
-        {"from": "left", "field": "product_id"},
-        {"from": "left", "field": "amount"},
-        {"from": "left", "field": "ts"},
+        *({"from": "left", "field": f} for f in ("order_id", "product_id", "amount", "ts")),
         {"from": "right", "field": "user.name", "as": "name"},
     ],
 }
