@@ -3,14 +3,20 @@
 Three dedup pipelines run in `PipelineService` on a broker of this module's own (it is frozen
 with SIGSTOP) into an embedded ClickHouse behind the service's endpoint. One after another:
 
-1. the broker stalls (SIGSTOP) for STALL_S, then goes on (SIGCONT);
-2. the ClickHouse endpoint stalls the same way, and one pipeline is stopped meanwhile: its
-   micro-batch in flight cannot finish, so the stop ends at `runtime.stop_timeout` (plus
-   Spark's shutdown), says so, and a resume redoes the batch;
+1. the broker stalls (SIGSTOP) for BROKER_STALL_S, longer than the pipelines' Kafka socket
+   timeout and `source.connect_timeout`, shorter than `source.read_timeout`, then goes on
+   (SIGCONT);
+2. the ClickHouse endpoint stalls the same way for CLICKHOUSE_STALL_S, and one pipeline is
+   stopped meanwhile: its micro-batch in flight cannot finish, so the stop ends at
+   `runtime.stop_timeout` (plus Spark's shutdown), says so, and a resume redoes the batch;
 3. the Python processes under every pipeline's Spark are killed -9;
 4. one pipeline's whole worker process tree is killed -9 (the service starts a new one;
    that pipeline runs in a process of its own, the two others in the pipeline host);
 5. busy loops take both cores for STARVE_S while events arrive.
+
+The pipelines retry with a short back-off (RETRY) and wait for the broker less long
+(CONNECT_TIMEOUT, SOCKET_TIMEOUT_MS) than by default, so that shorter faults take the same
+paths as long ones do with the defaults, and the recoveries take seconds rather than minutes.
 
 After each, with more events and a re-send of each, no pipeline has been Failed, all are
 Running again without any request (but the resume after the stop), every table holds each
@@ -36,7 +42,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from streamsift.embedded.broker import Broker
 from streamsift.service.core import PipelineService
-from streamsift.service.lifecycle import State
+from streamsift.service.lifecycle import State, can_transition
 from streamsift.spark_host.processes import kill_pid_tree
 from support.service_pipeline import (
     all_exact,
@@ -50,8 +56,12 @@ from support.waiting import wait_for
 pytestmark = pytest.mark.integration
 
 NAMES = ("fault-a", "fault-b", "fault-c")
-STALL_S = 75.0
-STARVE_S = 60.0
+CONNECT_TIMEOUT = "10s"  # source.connect_timeout (default 30 s), the metadata's wait
+SOCKET_TIMEOUT_MS = 20_000  # librdkafka's socket.timeout.ms (default 60 s) of the sources
+BROKER_STALL_S = 30.0  # beyond both, within source.read_timeout (2 min)
+CLICKHOUSE_STALL_S = 30.0  # holds the stop below (STOP_BOUND_S at most) and then some
+STARVE_S = 30.0
+RETRY = {"first_backoff": "1s", "max_backoff": "5s"}  # runtime.retry (default 1 s to 60 s)
 STOP_TIMEOUT_S = 5.0  # fault-c's runtime.stop_timeout
 STOP_BOUND_S = STOP_TIMEOUT_S + 15.0 + 10.0  # + the worker's grace + the supervisor's polls
 RECOVERY_S = 120.0  # the issue's bound: Running again within two minutes of a fault's end
@@ -100,6 +110,12 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def service(data_dir: Path) -> Iterator[PipelineService]:
     with running_service(data_dir) as svc:
         yield svc
+        # at once: nothing is judged any more, and a graceful stop (close's stop_all) waits
+        # for each pipeline's micro-batch in flight, up to its runtime.stop_timeout (30 s),
+        # then for its Spark to stop
+        for record in svc.list():
+            if can_transition(record.state, State.TERMINATING):
+                svc.terminate(record.id)
 
 
 def _tables(service: PipelineService, chdb: Path) -> dict[str, tuple[int, int]]:
@@ -157,7 +173,7 @@ def _feed_patiently(broker: Broker, ids: range) -> None:
             for i in ids:
                 value = {"event_id": f"e{i}", "n": i, "created_at": "2026-01-01T00:00:00Z"}
                 producer.produce(name, key=f"e{i}".encode(), value=json.dumps(value).encode())
-    assert producer.flush(STALL_S + 120) == 0
+    assert producer.flush(BROKER_STALL_S + 120) == 0
 
 
 def _messages_in(broker: Broker, topic: str) -> int:
@@ -226,10 +242,13 @@ def test_faults_are_retried_until_running_again_exactly_once(
     _feed(own_broker, range(100))
     for name in NAMES:
         doc = pipeline_doc(name, own_broker, {"path": str(chdb)})
+        doc["source"]["connect_timeout"] = CONNECT_TIMEOUT
+        doc["source"]["properties"] = {"socket.timeout.ms": str(SOCKET_TIMEOUT_MS)}
+        doc["runtime"] = {"retry": RETRY}
         if name == NAMES[0]:  # its own worker process; the others share the pipeline host
-            doc["runtime"] = {"isolation": "process"}
+            doc["runtime"]["isolation"] = "process"
         if name == NAMES[2]:
-            doc["runtime"] = {"stop_timeout": f"{STOP_TIMEOUT_S:.0f}s"}
+            doc["runtime"]["stop_timeout"] = f"{STOP_TIMEOUT_S:.0f}s"
         service.create(doc)
     wait_for(lambda: _all_exact(service, chdb, 100), START_S, what="100 rows each", interval=1)
     assert own_broker.process is not None
@@ -239,7 +258,7 @@ def test_faults_are_retried_until_running_again_exactly_once(
         # 1. the broker stalls; events produced meanwhile wait in the producer
         feeder = threading.Thread(target=_feed_patiently, args=(own_broker, range(100, 150)))
         feeder.start()
-        _stalled(own_broker.process.pid, STALL_S)
+        _stalled(own_broker.process.pid, BROKER_STALL_S)
         feeder.join(120)
         assert not feeder.is_alive()
         timings["broker stalled"] = _recovered(service, chdb, 150, "broker stalled")
@@ -258,7 +277,7 @@ def test_faults_are_retried_until_running_again_exactly_once(
                 what=f"{NAMES[2]} Stopped within its bound",
             )
             timings["stop with a stalled sink"] = time.monotonic() - asked
-            time.sleep(max(0.0, STALL_S - (time.monotonic() - asked) - 5))
+            time.sleep(max(0.0, CLICKHOUSE_STALL_S - (time.monotonic() - asked) - 5))
         finally:
             os.kill(endpoint, signal.SIGCONT)
         note = service.history(NAMES[2])[-1].note or ""
