@@ -75,6 +75,19 @@ def versions(docs: list[dict], key: str, value: str) -> dict[str, list[Record]]:
     return out
 
 
+def user_names(o: dict, by_user: dict[str, list[Record]], mode: str, how: str) -> list:
+    """Step 1's rows for order `o`: the names it joins (mode interval: every version inside
+    the windows; latest: the one `pick` gives), or [None] for a left join without one."""
+    tl, known = micros(o), by_user.get(o["user_id"], [])
+    if mode == "interval":
+        low, high = tl - USERS_WINDOWS.right_us, tl + USERS_WINDOWS.left_us
+        names = [u.payload for u in known if low <= u.et <= high]
+    else:
+        picked = pick(Record(tl, 0, 0, ""), known, USERS_WINDOWS)
+        names = [] if picked is None else [picked.payload]
+    return names or ([None] if how == "left" else [])
+
+
 def produce(broker, produce_messages, name: str, orders, users, products) -> None:
     for topic, docs, key in (
         ("orders", orders, "order_id"),
@@ -106,14 +119,9 @@ def test_interval_then_latest_is_exact(broker, chdb_path, tmp_path, unique_name,
     by_product = versions(products, "id", "title")
     want: Counter = Counter()
     for o in orders:
-        tl = micros(o)
-        for u in by_user.get(o["user_id"], []):
-            if tl - USERS_WINDOWS.right_us <= u.et <= tl + USERS_WINDOWS.left_us:
-                p = pick(
-                    Record(tl, 0, 0, ""), by_product.get(o["product_id"], []), PRODUCTS_WINDOWS
-                )
-                if p is not None:
-                    want[(o["order_id"], u.payload, p.payload, o["amount"])] += 1
+        p = pick(Record(micros(o), 0, 0, ""), by_product.get(o["product_id"], []), PRODUCTS_WINDOWS)
+        for name in user_names(o, by_user, "interval", "inner") if p is not None else []:
+            want[(o["order_id"], name, p.payload, o["amount"])] += 1
     runner = PipelineRunner(pipeline)
     assert sum(want.values()) > len(orders) // 2  # most orders join, some twice
     assert rows_of(runner, pipeline.sink.table) == want
@@ -124,16 +132,19 @@ def test_interval_then_latest_is_exact(broker, chdb_path, tmp_path, unique_name,
     assert stats["late_dropped"] == 0
 
 
-def test_latest_then_table_left_outer_and_late_records(
-    broker, chdb_path, tmp_path, unique_name, produce_messages
+@pytest.mark.parametrize(("mode", "how"), [("latest", "inner"), ("interval", "left")])
+def test_then_table_left_outer_and_late_records(
+    mode, how, broker, chdb_path, tmp_path, unique_name, produce_messages
 ):
-    """Step 1 latest inner (each order once, with the user version current at its time), step
-    2 a left join with products as a table (the value written last): orders of p5 (no value)
-    are written with a NULL title once the watermark passes their time + 20m. Records behind
-    the watermark afterwards are dropped from the join and counted, not written."""
+    """Step 1 latest inner (each order once, with the user version current at its time) or
+    interval left (orders of u10, u11 written with a NULL name once the watermark passes
+    their time + 1h: rows behind the watermark that the next step must not drop), step 2 a
+    left join with products as a table (the value written last): orders of p5 (no value) are
+    written with a NULL title once the watermark passes their time + 20m. Records behind the
+    watermark afterwards are dropped from the join and counted, not written."""
     orders, users, products = streams(seed=4)
     produce(broker, produce_messages, unique_name, orders, users, products)
-    steps = [{"mode": "latest", **USERS_STEP}, products_step("table", "left")]
+    steps = [{"mode": mode, "type": how, **USERS_STEP}, products_step("table", "left")]
     doc = orders_users_products_doc(broker, chdb_path, tmp_path, unique_name, steps)
     pipeline = parse_pipeline(doc)
     table = pipeline.sink.table
@@ -142,16 +153,16 @@ def test_latest_then_table_left_outer_and_late_records(
     value = {p["id"]: p["title"] for p in products}  # the one written last per key
     want: Counter = Counter()
     for o in orders:
-        u = pick(Record(micros(o), 0, 0, ""), by_user.get(o["user_id"], []), USERS_WINDOWS)
-        if u is not None:
-            want[(o["order_id"], u.payload, value.get(o["product_id"]), o["amount"])] += 1
+        for name in user_names(o, by_user, mode, how):
+            want[(o["order_id"], name, value.get(o["product_id"]), o["amount"])] += 1
     # an order two days later (with its user) moves the watermark past every window
     ahead = order("ahead", "ua", T0 + 48 * H, 999, "p0")
     want[("ahead", "na", value["p0"], 999.0)] += 1
     assert sum(1 for row in want if row[2] is None) >= 5  # p5's orders
+    assert how == "inner" or sum(1 for row in want if row[1] is None) >= 5  # u10's, u11's
 
     runner = PipelineRunner(pipeline)
-    matched = sum(n for row, n in want.items() if row[2] is not None) - 1
+    matched = sum(n for row, n in want.items() if None not in row) - 1
     pushed = iter(
         [
             lambda: (
