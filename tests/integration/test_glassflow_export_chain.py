@@ -1,6 +1,6 @@
-"""A pipeline of three sources (`join` as a list of steps) over real HTTP: GlassFlow's
-pipeline GET cannot show it (GlassFlow joins two sources) and says why with a 422, not a
-5xx; the native API keeps serving it."""
+"""A pipeline of three sources (`join` as a list of steps) over real HTTP: the native API
+validates it (and names the field of a bad step); GlassFlow's pipeline GET cannot show it
+(GlassFlow joins two sources) and says why with a 422, not a 5xx."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from streamsift.api.settings import ServiceSettings
 from streamsift.config import parse_pipeline
 from streamsift.service.core import PipelineService
 from streamsift.service.lifecycle import State
-from support.join_events import CHAIN
+from support.join_events import CHAIN, products_step
 from support.servers import ServerThread
 
 pytestmark = pytest.mark.integration
@@ -42,3 +42,15 @@ def test_glassflow_get_of_a_chain_is_a_configuration_error(served_chain: str) ->
     listed = httpx.get(f"{served_chain}/api/v1/pipeline")
     assert listed.status_code == 200
     assert [p["pipeline_id"] for p in listed.json()] == ["chain"]
+
+
+def test_the_native_api_validates_a_chain_and_names_a_bad_step(served_chain: str) -> None:
+    doc = {**CHAIN, "name": "chain-2", "sink": {**CHAIN["sink"], "clickhouse": {"path": "ch"}}}
+    ok = httpx.post(f"{served_chain}/api/v1/pipelines/validate", json=doc)
+    assert ok.status_code == 200, ok.text
+    assert " left join chain_products on product_id = id" in ok.json()["summary"]
+    bad = {**doc, "join": [CHAIN["join"][0], products_step("interval", time_window="1h")]}
+    refused = httpx.post(f"{served_chain}/api/v1/pipelines/validate", json=bad)
+    assert refused.status_code == 422
+    (problem,) = refused.json()["details"]["problems"]
+    assert problem.startswith("join[1].mode: a later step of a chain is latest or table")
