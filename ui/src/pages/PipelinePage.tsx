@@ -1,6 +1,6 @@
 // One pipeline: its figures, throughput and lag over the last hour (as the server recorded
-// them: service/history.py, so the charts are full on a fresh visit), recent micro-batches, its definition (secrets
-// as ***, downloadable as YAML), its alerts (docs/operations.md, "Alerts") and its history.
+// them: service/history.py, so the charts are full on a fresh visit), recent micro-batches, its definition (its
+// join in words, secrets as ***, downloadable as YAML), its alerts (docs/operations.md, "Alerts") and its history.
 import { useRef, useState } from "preact/hooks";
 import YAML from "yaml";
 import { api, type AlertEpisode, type Series, type Status, type StatusChange } from "../api";
@@ -9,6 +9,7 @@ import { Message, download, fmt, usePoll } from "../components/ui";
 import { PipelineActions } from "./actions";
 import { POLL_MS } from "./PipelinesPage";
 import { alertSentences } from "../wizard/alerts";
+import { joinSentences } from "../wizard/joinWords";
 
 const CHART_MINUTES = 60;
 
@@ -45,6 +46,7 @@ export function PipelinePage({ id }: { id: string }) {
   const p = data?.pipeline;
   const yaml = doc.data ? YAML.stringify(doc.data) : "";
   const rules = alertSentences((doc.data as Record<string, any> | null)?.alerts);
+  const joins = joinSentences(doc.data as Record<string, any> | null);
   return (
     <section aria-labelledby="pipeline-title">
       <p><a href="#/">← All pipelines</a></p>
@@ -153,6 +155,11 @@ export function PipelinePage({ id }: { id: string }) {
         <button type="button" disabled={!yaml} onClick={() => download(`${id}.yaml`, yaml)}>Download YAML</button>
       </div>
       {doc.error && <Message kind="error">{doc.error}</Message>}
+      {joins.length > 0 && (
+        <ul class="plain" aria-label="its join" data-testid="join-words">
+          {joins.map((j) => <li key={j}>{j}</li>)}
+        </ul>
+      )}
       <pre class="yaml" aria-labelledby="definition-title" tabIndex={0} data-testid="definition">{yaml}</pre>
       <h2 id="alerts-title">Alerts</h2>
       {doc.data && (

@@ -1,13 +1,15 @@
 // Wizard step 4 (optional): join a second topic. Its sample and fields as in step 2, its own
-// dedup, the join keys and windows, inner or left, and the joined record's fields.
+// dedup, the join's mode (interval, latest or table), the join keys and windows (a table:
+// no second-topic window, an optional ttl), inner or left, and the joined record's fields.
 import { useEffect } from "preact/hooks";
 import { Field, described } from "../components/ui";
 import { defaultOutput, type Draft } from "./draft";
 import { likelyKey, SourcePicker } from "./sourceSteps";
+import { MODES } from "./joinWords";
 import type { StepProps } from "./draft";
 
 const TYPES: ["inner" | "left", string][] = [
-  ["inner", "Inner: one row per matching pair; events without a match are not written."],
+  ["inner", "Inner: events without a match are not written (the mode above says how many rows a match makes)."],
   ["left", "Left: also one row for each first-topic event that matched nothing (second-topic fields empty), once its window has passed."],
 ];
 
@@ -69,6 +71,18 @@ export function JoinStep(props: StepProps) {
                   (d, v) => { d.join.right.dedup.window = v; })}
               </fieldset>
               <fieldset>
+                <legend>Join mode</legend>
+                {MODES.map(([mode, line]) => (
+                  <div class="radio" key={mode}>
+                    <input type="radio" name="join-mode" id={`join-mode-${mode}`} checked={j.mode === mode} aria-describedby={`join-mode-${mode}-line`}
+                      data-problem-path="join.mode" onChange={() => update((d) => { d.join.mode = mode; })} />
+                    <label for={`join-mode-${mode}`}>{mode}</label>
+                    <span class="help" id={`join-mode-${mode}-line`}>{line}</span>
+                  </div>
+                ))}
+                {err("join.mode") && <div class="error" id="join-mode-error" role="alert">{err("join.mode")}</div>}
+              </fieldset>
+              <fieldset>
                 <legend>Join type</legend>
                 {TYPES.map(([type, line]) => (
                   <div class="radio" key={type}>
@@ -85,7 +99,10 @@ export function JoinStep(props: StepProps) {
               </div>
               <div class="row">
                 {text("join-left-window", `How long a ${draft.topic} event waits for a match`, "join.left.time_window", j.leftWindow, (d, v) => { d.join.leftWindow = v; }, "e.g. 10m, 1h (at most 7d)")}
-                {text("join-right-window", `How long a ${j.right.topic} event waits for a match`, "join.right.time_window", j.rightWindow, (d, v) => { d.join.rightWindow = v; }, "e.g. 10m, 1h (at most 7d)")}
+                {j.mode === "table"
+                  ? text("join-right-ttl", `How long a ${j.right.topic} value is kept (optional)`, "join.right.ttl", j.rightTtl, (d, v) => { d.join.rightTtl = v; },
+                    "empty: until a tombstone replaces it; e.g. 7d (counted from the value's event time)")
+                  : text("join-right-window", `How long a ${j.right.topic} event waits for a match`, "join.right.time_window", j.rightWindow, (d, v) => { d.join.rightWindow = v; }, "e.g. 10m, 1h (at most 7d)")}
               </div>
               <fieldset>
                 <legend>Fields of the joined record</legend>

@@ -11,6 +11,7 @@ import { mergedDocument, resetReasons } from "./edit";
 import { forgetDraft } from "./storage";
 import { plainLine } from "./words";
 import { alertSentences, alertsSection } from "./alerts";
+import { joinSentences } from "./joinWords";
 import { AlertsSection } from "./AlertsSection";
 import type { StepProps } from "./draft";
 
@@ -38,10 +39,7 @@ export function summarySentences(d: Draft): string[] {
   else if (d.dedup.mode === "exact") out.push(`Drops exact repeats of a payload seen within ${d.dedup.window}.`);
   else if (d.dedup.mode === "last") out.push(`Keeps the latest version of each ${list(d.dedup.key)} within ${d.dedup.window} (the table keeps the last; read it with FINAL).`);
   else out.push(`Drops repeats of the same ${list(d.dedup.key)} within ${d.dedup.window}: the first one is written.`);
-  if (d.join.enabled) {
-    const j = d.join;
-    out.push(`Joins each event with ${j.right.topic} where ${d.topic}.${j.leftKey} equals ${j.right.topic}.${j.rightKey} within ${j.leftWindow} / ${j.rightWindow} (${j.type === "inner" ? "inner: events without a match are not written" : "left: events without a match are written too, once their window passed"}).`);
-  }
+  if (d.join.enabled) out.push(...joinSentences(toDocument(d)));
   if (d.filter.trim()) out.push(`Keeps only the events for which ${d.filter.trim()} is true; the others are dropped (not dead letters).`);
   const computed = d.transforms.filter((t) => t.name.trim());
   if (computed.length) out.push(`Adds ${computed.length === 1 ? "a computed field" : "computed fields"}: ${list(computed.map((t) => `${t.name} = ${t.expression}`))}.`);

@@ -4,6 +4,7 @@
 
 import { plainOnce } from "./words";
 import { alertsSection, emptyAlerts, type AlertsDraft } from "./alerts";
+import type { JoinMode } from "./joinWords";
 
 export const FIELD_TYPES = ["string", "int", "float", "bool", "timestamp", "array", "map", "json"];
 export type DedupMode = "first" | "last" | "exact";
@@ -42,10 +43,13 @@ export interface JoinDraft {
     dedup: { enabled: boolean; key: string; window: string };
   };
   type: "inner" | "left";
+  /** interval (pairs), latest (enrichment) or table (lookup: no right window, optional ttl). */
+  mode: JoinMode;
   leftKey: string;
   rightKey: string;
   leftWindow: string;
   rightWindow: string;
+  rightTtl: string; // mode table: "" = a value stays until a tombstone
   output: OutputField[];
 }
 
@@ -123,7 +127,7 @@ export function emptyDraft(defaults?: Defaults | null): Draft {
     join: {
       enabled: false,
       right: { topic: "", samples: [], fields: [], nullable: [], eventTime: "", dedup: { enabled: false, key: "", window: "1h" } },
-      type: "inner", leftKey: "", rightKey: "", leftWindow: "1h", rightWindow: "1h", output: [],
+      type: "inner", mode: "interval", leftKey: "", rightKey: "", leftWindow: "1h", rightWindow: "1h", rightTtl: "", output: [],
     },
     transforms: [],
     filter: "",
@@ -283,10 +287,15 @@ export function toDocument(d: Draft): Record<string, any> {
     delete doc.source;
     delete doc.dedup;
     doc.sources = [left, right];
+    // a table side has no window; its ttl is optional
+    const table = j.mode === "table";
     doc.join = {
       type: j.type,
+      mode: j.mode,
       left: { source: d.topic, key: j.leftKey, time_window: j.leftWindow },
-      right: { source: j.right.topic, key: j.rightKey, time_window: j.rightWindow },
+      right: table
+        ? { source: j.right.topic, key: j.rightKey, ...(j.rightTtl.trim() ? { ttl: j.rightTtl.trim() } : {}) }
+        : { source: j.right.topic, key: j.rightKey, time_window: j.rightWindow },
       output: j.output.filter((o) => o.on).map((o) => (o.as && o.as !== o.field ? { from: o.from, field: o.field, as: o.as } : { from: o.from, field: o.field })),
     };
   }
@@ -333,6 +342,8 @@ export function validationDocument(d: Draft, step: number, steps: string[]): Rec
  * source's as `source.` (its dedup as `dedup`), the second's as `right.`. */
 export function wizardPath(line: string): string {
   return line
+    // a join's own check names its field in the message ("join: join.right.time_window: ...")
+    .replace(/^(join(?:\[\d+\])?): join\.([\w.]+):/, "$1.$2:")
     .replace(/^sources\[0\]\.dedup/, "dedup")
     .replace(/^sources\[0\]\./, "source.")
     .replace(/^sources\[1\]\./, "right.");

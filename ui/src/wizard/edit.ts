@@ -3,6 +3,7 @@
 // kept), and the changes that need a fresh start (reset_state) said in words.
 import { emptyDraft, type Draft, type DedupMode } from "./draft";
 import { alertsFromDocument } from "./alerts";
+import { joinSteps, modeOf } from "./joinWords";
 
 type Doc = Record<string, any>;
 
@@ -52,8 +53,10 @@ export function fromDocument(doc: Doc): Draft {
           : { enabled: false, key: "", window: "1h" },
       },
       type: j.type === "left" ? "left" : "inner",
+      mode: modeOf(j),
       leftKey: String(j.left?.key ?? ""), rightKey: String(j.right?.key ?? ""),
       leftWindow: String(j.left?.time_window ?? "1h"), rightWindow: String(j.right?.time_window ?? "1h"),
+      rightTtl: String(j.right?.ttl ?? ""),
       output: ((j.output ?? []) as Doc[]).map((o) => ({ from: o.from === "right" ? "right" : "left", field: String(o.field), as: String(o.as ?? o.field), on: true })),
     };
     if (d.join.right.topic) d.topics.push({ name: d.join.right.topic, partitions: 0 });
@@ -105,7 +108,26 @@ export function resetReasons(before: Doc, after: Doc): string[] {
     reasons.push(`The deduplication changes (${b ? `key ${keyList(b.key).join(", ") || "payload"}, ${b.mode ?? "first"}` : "off"} → ${a ? `key ${keyList(a.key).join(", ") || "payload"}, ${a.mode ?? "first"}` : "off"}): the remembered keys no longer fit.`);
   else if (!same(b?.time_window, a?.time_window))
     reasons.push(`The dedup window changes (${b?.time_window} → ${a?.time_window}): the remembered keys were kept for the old window.`);
-  if (!same(before.join, after.join))
-    reasons.push("The join changes: the records waiting for a match were kept for the old join.");
+  reasons.push(...joinResetReasons(joinSteps(before), joinSteps(after)));
+  return reasons;
+}
+
+/** The join changes the state was built on (as the server's service/edits.py has them):
+ * each step's mode, keys, windows and table ttl, and the steps themselves. */
+function joinResetReasons(before: Doc[], after: Doc[]): string[] {
+  if (before.length !== after.length)
+    return [`The join changes from ${before.length} to ${after.length} step(s): the records waiting for a match were kept for the old join.`];
+  const reasons: string[] = [];
+  before.forEach((b, i) => {
+    const a = after[i];
+    const step = before.length > 1 ? ` of step ${i + 1}` : "";
+    if (modeOf(b) !== modeOf(a))
+      reasons.push(`The join mode${step} changes (${modeOf(b)} → ${modeOf(a)}): the state kept for matching belongs to the old mode.`);
+    else if (!same(b.right?.ttl, a.right?.ttl))
+      reasons.push(`The table's ttl${step} changes (${b.right?.ttl ?? "none"} → ${a.right?.ttl ?? "none"}): the kept values were timed for the old one.`);
+    const basis = (s: Doc) => [keyList(s.left?.key), s.left?.time_window, keyList(s.right?.key), s.right?.time_window, before.length > 1 ? s.right?.source : null];
+    if (!same(basis(b), basis(a)))
+      reasons.push(`The join keys or windows${step} change: the records waiting for a match were kept for the old join.`);
+  });
   return reasons;
 }

@@ -1,0 +1,154 @@
+"""The wizard's join modes in chromium: a `latest` join built in the wizard writes one row per
+left record with the right version current at its event time (where `interval` would write
+one per pair), its page says the mode in words; edited in the wizard it opens with its mode,
+and becomes a `table` join with a ttl (the API's refusals shown next to the ttl field, the
+mode change named as needing reset_state), saved as the document says.
+
+Fixtures (conftest.py): one server and one browser for the module; every page is watched for
+console errors, 5xx answers and requests outside loopback.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from confluent_kafka import Producer
+
+from streamsift.embedded.broker import Broker
+
+from .conftest import (
+    deploy_from_review,
+    error_of,
+    every_control_labelled,
+    next_step,
+    shot,
+    wait_for_text,
+)
+
+expect = pytest.importorskip("playwright.sync_api").expect
+
+pytestmark = [pytest.mark.integration, pytest.mark.ui]
+
+ORDERS, USERS = 20, 5
+
+
+def _iso(t: datetime) -> str:
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def produce_orders_and_profiles(broker: Broker, orders: str, users: str) -> None:
+    """Two versions of each user's profile (10 and 5 minutes before the orders), then the
+    orders: `latest` joins each order once, with the second version."""
+    now = datetime.now(timezone.utc)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    broker.create_topic(orders, partitions=1)
+    broker.create_topic(users, partitions=1)
+    for version, before in (("v1", 10), ("v2", 5)):
+        for u in range(USERS):
+            profile = {
+                "user_id": f"u{u}",
+                "name": f"user {u} {version}",
+                "updated_at": _iso(now - timedelta(minutes=before)),
+            }
+            producer.produce(users, key=f"u{u}".encode(), value=json.dumps(profile).encode())
+    for i in range(ORDERS):
+        order = {
+            "order_id": f"o{i:03d}",
+            "user_id": f"u{i % USERS}",
+            "amount": i + 0.5,
+            "created_at": _iso(now),
+        }
+        producer.produce(orders, key=f"o{i}".encode(), value=json.dumps(order).encode())
+    assert producer.flush(30) == 0
+
+
+def test_latest_join_from_the_wizard_then_edited_into_a_table_join_with_a_ttl(
+    page: Any, ui_server: str, broker: Broker, unique_name: str, tmp_path: Path
+) -> None:
+    orders, users = f"{unique_name}_orders", f"{unique_name}_users"
+    produce_orders_and_profiles(broker, orders, users)
+
+    page.goto("/#/new")
+    page.get_by_label("Bootstrap servers").fill(broker.bootstrap_servers)
+    next_step(page, "Topic and sample event")
+    page.get_by_label("Topic", exact=True).select_option(orders)
+    expect(page.get_by_test_id("sample-event")).to_contain_text('"order_id": "o000"')
+    next_step(page, "Deduplication")
+    next_step(page, "Join (optional)")
+    page.get_by_label("Join with a second topic").check()
+    page.get_by_label("Second topic", exact=True).select_option(users)
+    expect(page.get_by_label(f"Join key in {users}")).to_have_value("user_id")
+    # interval unless chosen; each mode said in words beside its button
+    expect(page.get_by_label("interval", exact=True)).to_be_checked()
+    expect(page.locator("#join-mode-latest-line")).to_contain_text("newest second-topic version")
+    expect(page.locator("#join-mode-table-line")).to_contain_text("table of current values")
+    page.get_by_label("latest", exact=True).check()
+    expect(page.get_by_label(f"How long a {users} event waits for a match")).to_be_visible()
+    expect(page.get_by_label(f"Name of {users}: name")).to_have_value("name")
+    every_control_labelled(page)
+    shot(page, "wizard-join-latest")
+    next_step(page, "Filter and computed fields")
+    next_step(page, "ClickHouse")
+    page.get_by_label("Data directory").fill(str(tmp_path / "clickhouse"))
+    expect(page.get_by_label("Column for name")).to_have_value("name")
+    next_step(page, "Review and deploy")
+    expect(page.get_by_test_id("review-summary")).to_contain_text(
+        f"one row per {orders} record, with the newest {users} version at its event time"
+    )
+    name = f"latest-{unique_name.replace('_', '-')}"[:60]
+    deploy_from_review(page, name, "mode: latest")
+    document = httpx.get(f"{ui_server}/api/v1/pipelines/{name}/document", timeout=30).json()
+    assert document["join"]["mode"] == "latest"
+    expect(page.get_by_test_id("join-words")).to_contain_text("(latest, enrichment)")
+
+    # one row per order (interval would make one per order and version: 40), each with v2
+    wait_for_text(page, page.locator("[data-figure=written]"), str(ORDERS))
+    expect(page.locator("[data-figure=dlq]")).to_have_text("0")
+    table = httpx.get(f"{ui_server}/api/v1/pipelines/{name}/rows?limit=100", timeout=60).json()
+    assert table["count"] == ORDERS
+    at = table["columns"].index("name")
+    assert sorted(r[at] for r in table["rows"]) == sorted(
+        f"user {i % USERS} v2" for i in range(ORDERS)
+    )
+    page.get_by_role("button", name=f"terminate {name}").click()
+    page.get_by_role("dialog").get_by_role("button", name="Terminate").click()
+    expect(page.locator(".title-row .state")).to_have_text("Stopped", timeout=120_000)
+
+    # edited: the wizard reads the mode back; table hides the right window, offers a ttl
+    page.get_by_role("link", name=f"edit {name} in the wizard").click()
+    expect(page.get_by_role("heading", name=f"Edit {name}")).to_be_visible()
+    for title in ("Topic and sample event", "Deduplication", "Join (optional)"):
+        next_step(page, title)
+    expect(page.get_by_label("latest", exact=True)).to_be_checked()
+    page.get_by_label("table", exact=True).check()
+    expect(page.get_by_label(f"How long a {users} event waits for a match")).to_have_count(0)
+    ttl = page.get_by_label(f"How long a {users} value is kept (optional)")
+    ttl.fill("2x")
+    expect(error_of(page, "join-right-ttl")).to_contain_text("'2x' is not a duration")
+    ttl.fill("0s")
+    expect(error_of(page, "join-right-ttl")).to_contain_text("must be positive")
+    ttl.fill("7d")
+    expect(error_of(page, "join-right-ttl")).to_have_count(0)
+    every_control_labelled(page)
+    shot(page, "wizard-join-table-ttl")
+    for title in ("Filter and computed fields", "ClickHouse", "Review and deploy"):
+        next_step(page, title)
+    reasons = page.get_by_test_id("reset-reasons")
+    expect(reasons).to_contain_text("The join mode changes (latest → table)")
+    save = page.get_by_role("button", name="Save")
+    expect(save).to_be_disabled()
+    page.get_by_label("Start afresh (reset_state)").check()
+    save.click()
+    expect(page.locator(".message.ok")).to_contain_text("Saved as version 2.")
+    document = httpx.get(f"{ui_server}/api/v1/pipelines/{name}/document", timeout=30).json()
+    assert document["join"]["mode"] == "table"
+    assert document["join"]["right"] == {"source": users, "key": "user_id", "ttl": "7d"}
+    page.goto(f"/#/p/{name}")
+    expect(page.get_by_test_id("join-words")).to_contain_text(
+        f"{users} is a table of current values (table, lookup)"
+    )
