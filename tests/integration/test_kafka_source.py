@@ -98,3 +98,51 @@ def test_the_background_end_probe_answers_true_ends(broker, unique_name):
     finally:
         reader.stop()
     assert not watcher._thread.is_alive()
+
+
+def test_an_idle_wait_ends_with_new_data_or_when_woken(broker, unique_name, tmp_path):
+    """A live query with nothing new waits for news (`idle_wait_s`): a message produced
+    during the wait ends it with the new end; a stopping run (its wake file present) ends it
+    with nothing new, long before the wait is over."""
+    import threading
+
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from streamsift.sources.kafka import KafkaStreamReader
+
+    broker.create_topic(unique_name, partitions=1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce(unique_name, value=b"first", partition=0)
+    producer.flush(15)
+    wake = tmp_path / "stopping"
+    spec = KafkaReadSpec(
+        broker.bootstrap_servers, unique_name, "g", idle_wait_s=120.0, wake_file=str(wake)
+    )
+    reader = KafkaStreamReader(spec, None)  # type: ignore[arg-type]
+    key = f"{unique_name}/0"
+    try:
+        start = reader.latestOffset({}, ReadAllAvailable())
+        assert start == {key: 1}
+        answers: list[dict[str, int]] = []
+        waiting = threading.Thread(
+            target=lambda: answers.append(reader.latestOffset(start, ReadAllAvailable()))
+        )
+        waiting.start()
+        time.sleep(1.0)
+        assert not answers  # nothing new: still waiting
+        producer.produce(unique_name, value=b"second", partition=0)
+        producer.flush(15)
+        waiting.join(30)
+        assert answers == [{key: 2}]
+
+        woken = threading.Thread(
+            target=lambda: answers.append(reader.latestOffset({key: 2}, ReadAllAvailable()))
+        )
+        woken.start()
+        time.sleep(1.0)
+        assert len(answers) == 1
+        wake.touch()
+        woken.join(30)
+        assert not woken.is_alive() and answers[1] == {key: 2}
+    finally:
+        reader.stop()

@@ -15,7 +15,7 @@ step's partition and a hash of every step's right record: transforms/join.py).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,10 @@ from streamsift.sources.kafka_spec import KafkaReadSpec
 from streamsift.transforms.expressions import Stage, apply_stage, drop_raw_of_good_rows
 
 DEFAULT_MAX_ROWS_PER_BATCH = 200_000
+# A single-source live query with nothing new waits this long for news before it plans
+# (sources/end_watch.py `wait_beyond`): an idle pipeline's triggers then cost a fraction.
+IDLE_WAIT_S = 2.0
+WAKE_FILE = "stopping"  # beside the checkpoint while its run stops: ends an idle wait at once
 
 
 @dataclass
@@ -112,7 +116,7 @@ def build_stream(
     stage = Stage(pipeline.transform, pipeline.filter)
     if use_pass_through(pipeline, stage.empty):
         processor = pass_through_processor(pipeline, checkpoint, state_url)
-        frame = register_source(spark, pipeline, src, processor, new_query, initial)
+        frame = register_source(spark, pipeline, src, processor, new_query, initial, checkpoint)
         return StreamPlan(frame, initial, processor.output_schema)
     frame = read_source(
         spark, pipeline, src, pipeline.dedup, stage, checkpoint, new_query, initial, state_url
@@ -143,7 +147,7 @@ def read_source(
     from pyspark.sql import functions as F
 
     processor = source_processor(pipeline, src, dedup, stage, checkpoint, state_url)
-    frame = register_source(spark, pipeline, src, processor, new_query, initial)
+    frame = register_source(spark, pipeline, src, processor, new_query, initial, checkpoint)
     frame = frame.withColumns(
         {
             "_stage": F.when(F.col("_error").isNotNull(), F.lit("parse")),
@@ -199,9 +203,12 @@ def register_source(
     processor: Any,
     new_query: bool,
     initial: dict[str, int],
+    checkpoint: Path,
 ) -> Any:
     """Register the source with Spark under its name and return its streaming frame."""
     spec = read_spec(pipeline, src)
+    if len(pipeline.inputs) == 1:  # a query of several sources: one idle must not hold up all
+        spec = replace(spec, idle_wait_s=IDLE_WAIT_S, wake_file=str(checkpoint / WAKE_FILE))
     if new_query:
         # Spark reports no start offsets for a new query's first batch: count from here.
         probe = KafkaStreamReader(spec, processor)

@@ -60,6 +60,19 @@ class Worker:
     starting: bool = False  # a hosted run being handed to the host
     reported_state: str | None = None  # the state last passed to `on_state`
     reported_attempt: int | None = None  # and the retry attempt it reported with it
+    _status_seen: tuple[tuple[int, int, int], dict[str, Any] | None] | None = None
+
+    def latest_status(self) -> dict[str, Any] | None:
+        """Its status.json, read again only when the file was replaced (each write is a new
+        file: an idle run's status, polled twice a second, changes every few seconds)."""
+        try:
+            stat = (self.directory / STATUS_FILE).stat()
+        except OSError:
+            return None
+        mark = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        if self._status_seen is None or self._status_seen[0] != mark:
+            self._status_seen = (mark, read_status(self.directory))
+        return self._status_seen[1]
 
     def exit_code(self, status: dict[str, Any] | None = None) -> int | None:
         """None while it runs; then its exit code (for an adopted one, from its status).
@@ -326,7 +339,7 @@ class Supervisor:
         with self._lock:
             workers = list(self._workers.values())
         for worker in workers:
-            status = read_status(worker.directory)
+            status = worker.latest_status()
             code = worker.exit_code(status)
             if code is None:
                 self._report_state(worker, status or {})

@@ -28,6 +28,7 @@ PAUSE_S = 0.05  # the shortest pause between two probes
 MAX_PAUSE_S = 0.75  # the longest, so that an answer is never older than MAX_AGE_S for long
 LEAD_S = 0.05  # a probe is timed to end this long before the next ask is due
 MAX_AGE_S = 1.0  # an answer older than this is not used
+WAKE_CHECK_S = 0.5  # how often an idle wait looks whether it was asked to end early
 IDLE_S = 10.0  # stop probing when nobody asked for this long (e.g. a stopping query)
 log = logging.getLogger("streamsift.kafka")
 
@@ -58,6 +59,7 @@ class EndWatcher:
         self._ask_interval: float | None = None  # smoothed time between two asks
         self._asks = 0
         self._done = threading.Event()
+        self._news = threading.Condition()  # notified with each answer
         self._thread = threading.Thread(target=self._loop, name="kafka-end-watch", daemon=True)
         self._thread.start()
 
@@ -69,6 +71,29 @@ class EndWatcher:
         if latest is None or now - latest[0] > MAX_AGE_S:
             return None
         return dict(latest[1])
+
+    def wait_beyond(
+        self, start: dict[str, int], seconds: float, woken: Callable[[], bool]
+    ) -> dict[str, int] | None:
+        """For a query with nothing new to read: wait up to `seconds` for an answer with an end
+        beyond `start`, and return it; None when the time is up, `woken()` says to end early,
+        or a probe failed (the planner then plans with what it has, or probes itself).
+
+        An idle query's trigger then comes every `seconds` instead of every trigger interval
+        (each trigger costs the JVM and this process a round of calls), while new data still
+        ends the wait as soon as a probe sees it."""
+        deadline = time.monotonic() + seconds
+        with self._news:
+            while True:
+                latest = self._latest
+                if latest is None:
+                    return None
+                if beyond(latest[1], start):
+                    return dict(latest[1])
+                left = deadline - time.monotonic()
+                if left <= 0 or self._done.is_set() or woken():
+                    return None
+                self._news.wait(min(left, WAKE_CHECK_S))
 
     def stop(self) -> None:
         self._done.set()
@@ -83,6 +108,11 @@ class EndWatcher:
             self._ask_interval = gap if smoothed is None else 0.7 * smoothed + 0.3 * gap
         self._asked_at = now
 
+    def _publish(self, answer: tuple[float, dict[str, int]] | None) -> None:
+        with self._news:
+            self._latest = answer
+            self._news.notify_all()
+
     def _loop(self) -> None:
         try:
             while not self._done.is_set():
@@ -91,9 +121,9 @@ class EndWatcher:
                     continue
                 began = time.monotonic()
                 try:
-                    self._latest = (began, self._probe())
+                    self._publish((began, self._probe()))
                 except (KafkaException, SourceUnavailable, SourceError) as exc:
-                    self._latest = None
+                    self._publish(None)
                     log.debug("background end probe failed (%s); planners probe themselves", exc)
                     self._done.wait(1.0)
                 now = time.monotonic()
@@ -103,3 +133,8 @@ class EndWatcher:
                 self._done.wait(pause)
         finally:
             self._close()
+
+
+def beyond(ends: dict[str, int], start: dict[str, int]) -> bool:
+    """Does any partition's end lie beyond where the next micro-batch starts?"""
+    return any(int(end) > int(start.get(key, 0)) for key, end in ends.items())

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -29,7 +32,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from streamsift.sources.end_watch import EndWatcher
+from streamsift.sources.end_watch import EndWatcher, beyond
 from streamsift.sources.errors import SourceError, SourceUnavailable
 from streamsift.sources.kafka_auth import AuthRefusals, describe_security
 from streamsift.sources.kafka_range import KafkaPartitionRange, KafkaRecords, fetch_range
@@ -37,6 +40,7 @@ from streamsift.sources.kafka_spec import KafkaReadSpec, make_consumer
 from streamsift.spark_host.python_heap import freeze_heap
 
 END_PROBE_BUDGET_S = 0.2
+EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for a partition's first and next offset
 PARTITIONS_REFRESH_S = 10.0  # how often the background end probe re-lists the partitions
 # While no watermark moves, the background probe reads to end-of-partition this often only
 # (a broker whose watermark lags the data shows the data this late at most)
@@ -80,11 +84,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans micro-batches on the driver and reads partition ranges on executors.
 
     The driver-side instance lives for the whole query: it keeps one consumer for finding the
-    end of each partition and the availableNow target. `read()` runs on a fresh copy on an
-    executor, so nothing here connects in the constructor.
+    end of each partition and the availableNow target, shared with the background end probe
+    (a consumer costs threads, buffers and idle wake-ups; a pipeline host runs one source
+    runner per pipeline). `read()` runs on a fresh copy on an executor, so nothing here
+    connects in the constructor.
     """
 
-    def __init__(self, spec: KafkaReadSpec, processor: RecordProcessor) -> None:
+    def __init__(self, spec: KafkaReadSpec, processor: RecordProcessor | PackedProcessor) -> None:
         self.spec = spec
         self.processor = processor
         self._probe: Consumer | None = None
@@ -93,6 +99,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._known_ends: dict[str, int] = {}
         self._latest: dict[str, int] | None = None
         self._watcher: EndWatcher | None = None
+        self._probing = threading.Lock()  # one read to end-of-partition at a time
 
     # ------------------------------------------------------------------ driver side
 
@@ -100,7 +107,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state = self.__dict__.copy()
         state["_probe"] = None
         state["_watcher"] = None
+        state["_probing"] = None
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._probing = threading.Lock()
 
     def _consumer(self) -> Consumer:
         if self._probe is None:
@@ -113,7 +125,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         now, naming the security setting, instead of waiting out the connect timeout."""
         if self._probe is None:
             return
-        self._probe.poll(0)  # serves the error callback
+        with self._probing:  # a poll during the background probe's read could take its events
+            self._probe.poll(0)  # serves the error callback
         reason = self._refusals.reason
         if reason is not None:
             raise SourceError(
@@ -179,12 +192,21 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
 
     def _watermarks(self, consumer: Consumer, partitions: list[int]) -> dict[int, tuple[int, int]]:
-        """Each partition's (low, high) watermark, as the broker reports it."""
-        topic = self.spec.topic
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            for p in partitions
-        }
+        """Each partition's (low, high) watermark, as the broker reports it: two requests for
+        all partitions (a watermark request per partition cost an idle pipeline's probe one
+        round trip per partition, twice a second)."""
+        lows = self._offsets_at(consumer, partitions, EARLIEST)
+        highs = self._offsets_at(consumer, partitions, LATEST)
+        return {p: (lows[p], highs[p]) for p in partitions}
+
+    def _offsets_at(self, consumer: Consumer, partitions: list[int], at: int) -> dict[int, int]:
+        """Each partition's earliest or latest offset, in one ListOffsets request."""
+        asked = [TopicPartition(self.spec.topic, p, at) for p in partitions]
+        answer = consumer.offsets_for_times(asked, timeout=10)
+        for tp in answer:
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+        return {tp.partition: tp.offset for tp in answer}
 
     def _probe_ends(
         self,
@@ -198,6 +220,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         Brokers may under-report the high watermark (the bundled test broker does), so the
         watermark is only a hint where to start looking. `watermarks`: as just asked.
         """
+        with self._probing:  # the planner and the background probe share the consumer
+            return self._read_to_ends(consumer, partitions, watermarks)
+
+    def _read_to_ends(
+        self,
+        consumer: Consumer,
+        partitions: list[int],
+        watermarks: dict[int, tuple[int, int]] | None,
+    ) -> dict[str, int]:
         topic = self.spec.topic
         starts: dict[int, int] = {}
         if watermarks is None:
@@ -281,38 +312,34 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ends
 
     def _watch_ends(self, partitions: list[int]) -> EndWatcher:
-        """Probe the ends in the background, on a consumer of its own."""
-        consumer = make_consumer(self.spec)
+        """Probe the ends in the background (on the planner's consumer)."""
+        consumer = self._consumer()
         listed = [time.monotonic(), partitions]
-        last: dict[str, Any] = {"marks": None, "ends": None, "read_at": 0.0}
+        last: dict[str, Any] = {"highs": None, "ends": None, "read_at": 0.0}
 
         def probe() -> dict[str, int]:
-            """The ends; while no watermark moves, the last ones read to end-of-partition,
-            read again only every QUIET_REREAD_S (an idle pipeline's probes then cost one
-            watermark request per partition, not a fetch round)."""
+            """The ends; while no high watermark moves, the last ones read to end-of-partition,
+            read again only every QUIET_REREAD_S (an idle pipeline's probe then costs one
+            ListOffsets request, not a fetch round)."""
             if time.monotonic() - listed[0] > PARTITIONS_REFRESH_S:
                 topic = consumer.list_topics(self.spec.topic, timeout=5).topics.get(self.spec.topic)
                 if topic is not None and topic.error is None and topic.partitions:
                     listed[:] = [time.monotonic(), sorted(topic.partitions)]
-            marks = self._watermarks(consumer, listed[1])
+            highs = self._offsets_at(consumer, listed[1], LATEST)
             now = time.monotonic()
-            if marks == last["marks"] and now - last["read_at"] < QUIET_REREAD_S:
+            if highs == last["highs"] and now - last["read_at"] < QUIET_REREAD_S:
                 return dict(last["ends"])
-            ends = self._probe_ends(consumer, listed[1], marks)
-            last.update(marks=marks, ends=ends, read_at=now)
+            ends = self._probe_ends(consumer, listed[1])
+            last.update(highs=highs, ends=ends, read_at=now)
             return ends
 
-        return EndWatcher(probe, consumer.close)
+        return EndWatcher(probe, lambda: None)  # the consumer is closed by stop()
 
     def initialOffset(self) -> dict[str, int]:
         if self.spec.start_from == "latest":
             return self._current_ends()
-        consumer = self._consumer()
-        offsets = {}
-        for p in self._partitions():
-            low, _ = consumer.get_watermark_offsets(TopicPartition(self.spec.topic, p), timeout=10)
-            offsets[offset_key(self.spec.topic, p)] = max(low, 0)
-        return sorted_offsets(offsets)
+        lows = self._offsets_at(self._consumer(), self._partitions(), EARLIEST)
+        return sorted_offsets({offset_key(self.spec.topic, p): max(o, 0) for p, o in lows.items()})
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self._current_ends()
@@ -324,12 +351,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict[str, int]:
         ends = dict(self._target) if self._target is not None else self._live_ends()
+        watcher = self._watcher if self._target is None else None
+        if watcher is not None and self.spec.idle_wait_s > 0 and not beyond(ends, start):
+            ends = watcher.wait_beyond(start, self.spec.idle_wait_s, self._woken) or ends
         for key, value in start.items():  # never move backwards, e.g. after a topic was re-created
             ends[key] = max(ends.get(key, value), int(value))
         self._latest = sorted_offsets(ends)
         if isinstance(limit, ReadMaxRows):
             ends = _cap(start, ends, limit.max_rows)
         return sorted_offsets(ends)
+
+    def _woken(self) -> bool:
+        """Was the run asked to stop (its idle wait then ends at once)?"""
+        return self.spec.wake_file is not None and os.path.exists(self.spec.wake_file)
 
     def reportLatestOffset(self) -> dict[str, int] | None:
         return self._latest
@@ -366,7 +400,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, KafkaPartitionRange)
         freeze_heap()
         records = fetch_range(self.spec, partition)
-        yield from self.processor.process(records)
+        processor = self.processor
+        if isinstance(processor, PackedProcessor):
+            processor = processor.unpack()
+        yield from processor.process(records)
 
 
 def _cap(start: dict, ends: dict[str, int], max_rows: int) -> dict[str, int]:
@@ -385,6 +422,26 @@ def _cap(start: dict, ends: dict[str, int], max_rows: int) -> dict[str, int]:
     return capped
 
 
+class PackedProcessor:
+    """A RecordProcessor carried as its pickle, unpickled where records are processed.
+
+    Spark plans a Python source's micro-batches in a process of its own (one per query), which
+    never processes a record: unpickling the processor there imported parsing and dedup state
+    (tens of MB per process; a pipeline host keeps one per pipeline)."""
+
+    def __init__(self, processor: RecordProcessor) -> None:
+        self._pickle = cloudpickle.dumps(processor)
+        self._processor: RecordProcessor | None = None
+
+    def unpack(self) -> RecordProcessor:
+        if self._processor is None:
+            self._processor = cloudpickle.loads(self._pickle)
+        return self._processor
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_pickle": self._pickle, "_processor": None}
+
+
 def make_data_source(
     name: str, spec: KafkaReadSpec, processor: RecordProcessor
 ) -> type[DataSource]:
@@ -394,16 +451,18 @@ def make_data_source(
     instead of passing them (and any secret) as string options that show up in query plans.
     """
 
+    packed = PackedProcessor(processor)
+
     class BoundKafkaSource(DataSource):
         @classmethod
         def name(cls) -> str:
             return name
 
         def schema(self) -> str:
-            return processor.spark_schema()
+            return packed.unpack().spark_schema()
 
         def streamReader(self, schema: Any) -> DataSourceStreamReader:
-            return KafkaStreamReader(spec, processor)
+            return KafkaStreamReader(spec, packed)
 
     BoundKafkaSource.__name__ = BoundKafkaSource.__qualname__ = f"KafkaSource_{name}"
     return BoundKafkaSource

@@ -31,6 +31,10 @@ class KafkaReadSpec:
     max_rows_per_batch: int | None = None
     metadata_timeout_s: float = 30.0  # source.connect_timeout: metadata at start-up
     read_timeout_s: float = 120.0  # source.read_timeout: a read waiting for the broker
+    # A live query with nothing new waits this long for news before planning (0: never; a
+    # query of several sources must not, or one idle source would hold up the others).
+    idle_wait_s: float = 0.0
+    wake_file: str | None = None  # present: the run is stopping, end an idle wait at once
 
     def consumer_config(self, **extra: Any) -> dict[str, Any]:
         conf: dict[str, Any] = {

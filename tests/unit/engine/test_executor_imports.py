@@ -38,3 +38,28 @@ def test_the_pickled_source_leaves_the_driver_libraries_out(tmp_path: Path) -> N
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == ""
+
+
+def test_the_batch_planner_leaves_the_processor_packed(tmp_path: Path) -> None:
+    """Spark's source runner (one process per query) unpickles the source and makes its
+    stream reader, but processes no record: the processor's modules stay out of it; a task
+    that reads records unpacks the same processor."""
+    pipeline = load_pipeline(EXAMPLES / "users-dedup.yaml")
+    (src,) = pipeline.inputs
+    processor = pass_through_processor(pipeline, tmp_path, None)
+    source = make_data_source("users", read_spec(pipeline, src), processor)
+    pickled = tmp_path / "source.pickle"
+    pickled.write_bytes(cloudpickle.dumps(source))
+    processor_modules = (type(processor).__module__, "streamsift.engine.processor", "rocksdict")
+    code = (
+        f"import pickle, sys\nsource = pickle.loads(open({str(pickled)!r}, 'rb').read())\n"
+        "reader = source({}).streamReader(None)\n"
+        f"print(','.join(m for m in {processor_modules!r} if m in sys.modules))\n"
+        "print(type(reader.processor.unpack()).__name__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    planner_imports, unpacked = out.stdout.splitlines()
+    assert planner_imports == ""
+    assert unpacked == type(processor).__name__
