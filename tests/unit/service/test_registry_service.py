@@ -4,10 +4,12 @@ service's HTTP API and a restart of the service: reading it back never needs the
 worker takes the fields from the registry with the real password, before and after the
 restart and after an edit that sent the masked document back.
 
-No Spark: the sink is a ClickHouse server that is not there, and the pipeline allows no retry
-(`runtime.retry.max_attempts: 0`), so each worker ends right after it has loaded its pipeline,
-failing on ClickHouse: an error that is not the registry's shows that the worker's own fetch
-of the fields, with the stored password, succeeded.
+No Spark: the pipeline runs in a worker process of its own (`runtime.isolation: process`,
+not in the pipeline host, a Spark application), its sink is a ClickHouse server that is not
+there, and it allows no retry (`runtime.retry.max_attempts: 0`), so each worker ends right
+after it has loaded its pipeline, failing on ClickHouse: an error that is not the
+registry's shows that the worker's own fetch of the fields, with the stored password,
+succeeded.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def secured_doc(registry_url: str) -> dict[str, Any]:
             "schema_registry": {"url": registry_url, "username": USER, "password": SECRET},
         },
         sink={"connect_timeout": "1s"},
-        runtime={"retry": {"max_attempts": 0}},  # fail at once: no retry of ClickHouse
+        # fail at once (no retry of ClickHouse), in a worker of its own (no Spark started)
+        runtime={"retry": {"max_attempts": 0}, "isolation": "process"},
     )
     doc["source"]["schema"] = {"from_registry": True}  # subject orders-secured-value
     return doc
