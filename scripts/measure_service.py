@@ -11,7 +11,7 @@ MODE` on a fresh data dir (a subprocess, as a user runs it). A dedup pipeline is
 of its own holding `--events` generated events (streamsift.sample_data.generator, 20%
 re-sends); a join pipeline is the demo's orders ⋈ user profiles.
 
-- idle cost: with 0, 1, 5, ... idle dedup pipelines (each caught up), after `--idle` seconds:
+- idle cost: with 0, 1, 5, ... idle dedup pipelines (each caught up), after `--settle` seconds:
   RSS and PSS summed over the server's whole process tree (server, pipeline host or workers,
   PySpark's Python workers, the ClickHouse endpoint; RSS counts shared pages more than once,
   PSS does not) and the tree's CPU over the next `--idle` seconds, as a share of one core.
@@ -343,7 +343,7 @@ def measure(isolation: str, counts: list[int], args: argparse.Namespace) -> dict
                             results["creates"][name] = timing
                         names.append(name)
                         print(isolation, name, timing, file=sys.stderr, flush=True)
-                    time.sleep(args.idle)
+                    time.sleep(args.settle if args.settle is not None else args.idle)
                     results["idle"][str(target)] = idle_cost(serve.pid, args.idle)
                     print(isolation, target, results["idle"][str(target)], file=sys.stderr)
                 firsts = [t["to_first_row_s"] for t in results["creates"].values()]
@@ -400,6 +400,12 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=20, help="concurrent status clients")
     parser.add_argument("--requests", type=int, default=20, help="status requests per client")
     parser.add_argument("--idle", type=float, default=20.0, help="seconds idle, then measured")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        help="seconds idle before measuring (default --idle); Spark keeps an idle Python "
+        "worker a minute, so 75 measures the steady state without them",
+    )
     parser.add_argument("--modes", default="host,process", help="placements, in this order")
     parser.add_argument("--max-delay", help="the dedup pipelines' max_delay_time (default 500ms)")
     parser.add_argument("--json", type=Path, help="also write the results here")

@@ -72,6 +72,7 @@ from streamsift.spark_host.session import (
 from streamsift.transforms.dedup.carry_over import carry_local_state, state_location
 
 WATCH_S = 1.0  # how often a run folds its progress reports into its figures
+STOP_LOOK_S = 0.5  # how often it looks at its stop flag (its query's end wakes it at once)
 ACTIVE_CHECK_S = 10.0  # how often it also asks the JVM whether the query is active
 PROGRESS_DRAIN_S = 5.0  # how long an ended run waits for the listener bus's last reports
 log = logging.getLogger("streamsift.engine")
@@ -311,8 +312,8 @@ class PipelineRunner:
         """Follow the query until it ends or a stop is requested; True if the stop had to
         abandon a micro-batch whose sink was retrying.
 
-        It waits for the query's end on the listener bus (looking at the stop flag between
-        two short waits), so a quiet run makes no call into the JVM between two of its rare
+        It waits for the query's end on the listener bus, looking at the stop flag between
+        two waits, so a quiet run makes no call into the JVM between two of its rare
         `isActive` checks (in a host of many pipelines, such calls every second per run were
         a share of the idle CPU).
         """
@@ -323,7 +324,7 @@ class PipelineRunner:
             if self._stop.is_set():
                 abandoned = self._stop_gracefully(query)
                 break
-            if self._progress.wait_terminated(run_id, StopFlag.POLL_S):
+            if self._progress.wait_terminated(run_id, STOP_LOOK_S):
                 break
             now = time.monotonic()
             if now - polled >= WATCH_S:
