@@ -167,7 +167,9 @@ def test_reset_state_deletes_only_what_the_pipeline_owns(open_server: Serve, own
     directory or the table's data with it."""
     data = open_server.data_dir
     name = f"sec-reset-{owner}"
-    doc = document(name, checkpoint_dir=str(data / owner))  # sink path: clickhouse
+    # sink path: clickhouse; in a worker of its own, which terminate ends at once (no
+    # pipeline host started for it, to stop with the server)
+    doc = document(name, checkpoint_dir=str(data / owner), isolation="process")
     keep = data / owner / "someone-else" / "keep.txt"
     keep.parent.mkdir(parents=True, exist_ok=True)
     keep.write_text("x")
@@ -262,15 +264,22 @@ def marker_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def importing_server(serve_factory: Callable[..., Serve], marker_module: Path) -> Serve:
+    """A server that could import the marker module, one for every callable named below
+    (each is refused before anything runs; each test has its own marker file)."""
+    return serve_factory(
+        env={"PYTHONPATH": f"{marker_module}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    )
+
+
 @pytest.mark.parametrize(
     "provider", ["sec_marker_provider:write", "subprocess:run", "os:system", "builtins:exec"]
 )
 def test_a_document_cannot_name_a_callable(
-    serve_factory: Callable[..., Serve], marker_module: Path, tmp_path: Path, provider: str
+    importing_server: Serve, tmp_path: Path, provider: str
 ) -> None:
-    server = serve_factory(
-        env={"PYTHONPATH": f"{marker_module}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    )
+    server = importing_server
     marker = tmp_path / "ran"
     doc = inside(server, document())
     doc["source"]["security"] = oauth(provider, marker)
