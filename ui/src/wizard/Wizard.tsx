@@ -9,6 +9,7 @@ import {
   type Draft, type StepProps,
 } from "./draft";
 import { fromDocument } from "./edit";
+import { joinStepsOf } from "./chain";
 import { forgetDraft, loadDraft, saveDraft } from "./storage";
 import { plainLine } from "./words";
 import { JoinStep } from "./JoinStep";
@@ -64,7 +65,9 @@ export function Wizard({ editId }: { editId?: string } = {}) {
     }
     const saved = loadDraft();
     if (saved) {
-      setDraft({ ...emptyDraft(), ...saved.draft }); // a draft kept by an older UI: its gaps filled
+      // a draft kept by an older UI: its gaps filled (the join's mode and steps too)
+      const empty = emptyDraft();
+      setDraft({ ...empty, ...saved.draft, join: { ...empty.join, ...saved.draft.join } });
       setStep(Math.min(saved.step, STEPS.length - 1));
       setRestored(saved.at);
       return;
@@ -248,8 +251,12 @@ function localProblem(d: Draft, step: string): string | null {
   if (step === "topic" && !d.fields.length) return "the schema needs at least one field: fetch a sample or add one";
   if (step === "dedup" && d.dedup.enabled && d.dedup.mode !== "exact" && !d.dedup.key.length)
     return "pick the key field(s) that identify an event, or turn deduplication off";
-  if (step === "join" && d.join.enabled && !d.join.right.topic) return "pick the second topic, or turn the join off";
-  if (step === "join" && d.join.enabled && (!d.join.leftKey || !d.join.rightKey)) return "pick the join key of each topic";
+  if (step === "join") {
+    const at = joinStepsOf(d).findIndex((s) => !s.right.topic || !s.leftKey || !s.rightKey);
+    const s = joinStepsOf(d)[at];
+    if (s && !s.right.topic) return at ? `pick the topic of step ${at + 1}, or remove the step` : "pick the second topic, or turn the join off";
+    if (s) return at ? `pick the join keys of step ${at + 1}` : "pick the join key of each topic";
+  }
   if (step === "clickhouse" && !d.table) return "name the ClickHouse table";
   return null;
 }

@@ -4,7 +4,7 @@
 
 import { plainOnce } from "./words";
 import { alertsSection, emptyAlerts, type AlertsDraft } from "./alerts";
-import type { JoinMode } from "./joinWords";
+import { emptyStep, joinDocument, joinStepsOf, outputFields, type JoinDraft } from "./chain";
 
 export const FIELD_TYPES = ["string", "int", "float", "bool", "timestamp", "array", "map", "json"];
 export type DedupMode = "first" | "last" | "exact";
@@ -31,27 +31,7 @@ export interface OutputField {
   on: boolean;
 }
 
-/** The second topic of a join and how the two meet. */
-export interface JoinDraft {
-  enabled: boolean;
-  right: {
-    topic: string;
-    samples: Record<string, unknown>[];
-    fields: SchemaField[];
-    nullable: string[];
-    eventTime: string;
-    dedup: { enabled: boolean; key: string; window: string };
-  };
-  type: "inner" | "left";
-  /** interval (pairs), latest (enrichment) or table (lookup: no right window, optional ttl). */
-  mode: JoinMode;
-  leftKey: string;
-  rightKey: string;
-  leftWindow: string;
-  rightWindow: string;
-  rightTtl: string; // mode table: "" = a value stays until a tombstone
-  output: OutputField[];
-}
+export type { JoinDraft };
 
 export interface Draft {
   name: string;
@@ -124,11 +104,7 @@ export function emptyDraft(defaults?: Defaults | null): Draft {
     fields: [],
     eventTime: "",
     dedup: { enabled: true, mode: "first", key: [], window: "1h" },
-    join: {
-      enabled: false,
-      right: { topic: "", samples: [], fields: [], nullable: [], eventTime: "", dedup: { enabled: false, key: "", window: "1h" } },
-      type: "inner", mode: "interval", leftKey: "", rightKey: "", leftWindow: "1h", rightWindow: "1h", rightTtl: "", output: [],
-    },
+    join: { enabled: false, ...emptyStep(), more: [] },
     transforms: [],
     filter: "",
     ch: { kind: "embedded", path: defaults?.clickhouse_path ?? "clickhouse", host: "", port: "8123", username: "default", password: "", database: "default", secure: false },
@@ -186,35 +162,15 @@ export function columnName(field: string): string {
   return field.replace(/^_kafka\./, "kafka_").replace(/[^A-Za-z0-9_]/g, "_");
 }
 
-/** Fields a mapping may use: the schema's (or a join's output), then the computed ones;
- * `nullable` when a value may be missing (seen null, or the right side of a left join). */
+/** Fields a mapping may use: the schema's (or the last join step's output), then the
+ * computed ones; `nullable` when a value may be missing (seen null, or the right side of a
+ * left join). */
 export function mappableFields(d: Draft): (SchemaField & { nullable: boolean })[] {
-  let base: (SchemaField & { nullable: boolean })[];
-  if (d.join.enabled) {
-    base = d.join.output.filter((o) => o.on).map((o) => {
-      const side = o.from === "left" ? d : d.join.right;
-      const f = side.fields.find((x) => x.name === o.field);
-      const nullable = side.nullable.includes(o.field) || (o.from === "right" && d.join.type === "left");
-      return { name: o.as || o.field, type: f?.type ?? "string", nullable };
-    });
-  } else {
-    base = d.fields.map((f) => ({ ...f, nullable: d.nullable.includes(f.name) }));
-  }
+  const steps = joinStepsOf(d);
+  const base = steps.length ? outputFields(d, steps.length - 1)
+    : d.fields.map((f) => ({ ...f, nullable: d.nullable.includes(f.name) }));
   const computed = d.transforms.filter((t) => t.name.trim()).map((t) => ({ name: t.name, type: t.type, nullable: true }));
   return [...base, ...computed];
-}
-
-/** Output fields of a join by default: every field of both sides, dots as `_`, a right
- * field whose name the left already has prefixed `right_`. */
-export function defaultOutput(d: Draft): OutputField[] {
-  const plain = (name: string) => name.replace(/[^A-Za-z0-9_]/g, "_");
-  const left = d.fields.map((f) => ({ from: "left" as const, field: f.name, as: plain(f.name), on: true }));
-  const taken = new Set(left.map((o) => o.as));
-  const right = d.join.right.fields.map((f) => {
-    const name = taken.has(plain(f.name)) ? `right_${plain(f.name)}` : plain(f.name);
-    return { from: "right" as const, field: f.name, as: name, on: f.name !== d.join.rightKey };
-  });
-  return [...left, ...right];
 }
 
 /** A value at a dot path of a sample event. */
@@ -230,13 +186,20 @@ export function valueAt(event: Record<string, unknown> | undefined, path: string
 /** The event the filter and computed fields see: the sample, or with a join the output
  * made of the two samples. */
 export function sampleEvent(d: Draft): { event: Record<string, unknown>; fields: SchemaField[] } | null {
-  if (!d.join.enabled) return d.samples[0] ? { event: d.samples[0], fields: d.fields } : null;
-  const left = d.samples[0];
-  if (!left) return null;
-  const right = d.join.right.samples[0];
-  const on = d.join.output.filter((o) => o.on);
-  const event: Record<string, unknown> = {};
-  for (const o of on) event[o.as || o.field] = valueAt(o.from === "left" ? left : right, o.field);
+  const steps = joinStepsOf(d);
+  if (!steps.length) return d.samples[0] ? { event: d.samples[0], fields: d.fields } : null;
+  const first = d.samples[0];
+  if (!first) return null;
+  // each step's record from the one before (by output name) and its topic's first sample
+  let event: Record<string, unknown> = first;
+  steps.forEach((s, k) => {
+    const made: Record<string, unknown> = {};
+    for (const o of s.output.filter((x) => x.on)) {
+      made[o.as || o.field] = o.from === "right" ? valueAt(s.right.samples[0], o.field)
+        : k === 0 ? valueAt(event, o.field) : event[o.field] ?? null;
+    }
+    event = made;
+  });
   const fields = mappableFields({ ...d, transforms: [] }).map(({ name, type }) => ({ name, type }));
   return { event, fields };
 }
@@ -274,30 +237,11 @@ export function toDocument(d: Draft): Record<string, any> {
       : { mode: d.dedup.mode, key: d.dedup.key.length === 1 ? d.dedup.key[0] : d.dedup.key, time_window: d.dedup.window };
   }
   if (d.join.enabled) {
-    const j = d.join;
     const left = { name: d.topic, ...doc.source } as Record<string, any>;
     if (doc.dedup) left.dedup = doc.dedup;
-    const rightSchema: Record<string, unknown> = { fields: j.right.fields.map((f) => ({ name: f.name, type: f.type })) };
-    if (j.right.eventTime) rightSchema.event_time = j.right.eventTime;
-    const right: Record<string, any> = {
-      name: j.right.topic, bootstrap_servers: conn.bootstrap_servers, topic: j.right.topic,
-      start_from: d.startFrom, security: conn.security, schema: rightSchema,
-    };
-    if (j.right.dedup.enabled) right.dedup = { key: j.right.dedup.key, time_window: j.right.dedup.window };
     delete doc.source;
     delete doc.dedup;
-    doc.sources = [left, right];
-    // a table side has no window; its ttl is optional
-    const table = j.mode === "table";
-    doc.join = {
-      type: j.type,
-      mode: j.mode,
-      left: { source: d.topic, key: j.leftKey, time_window: j.leftWindow },
-      right: table
-        ? { source: j.right.topic, key: j.rightKey, ...(j.rightTtl.trim() ? { ttl: j.rightTtl.trim() } : {}) }
-        : { source: j.right.topic, key: j.rightKey, time_window: j.rightWindow },
-      output: j.output.filter((o) => o.on).map((o) => (o.as && o.as !== o.field ? { from: o.from, field: o.field, as: o.as } : { from: o.from, field: o.field })),
-    };
+    Object.assign(doc, joinDocument(d, left, conn));
   }
   if (d.transforms.length) doc.transform = d.transforms.map((t) => ({ ...t }));
   if (d.filter.trim()) doc.filter = d.filter.trim();
@@ -329,7 +273,8 @@ export function validationDocument(d: Draft, step: number, steps: string[]): Rec
   if (!reached("dedup")) delete doc.dedup;
   if (!reached("transform")) { delete doc.transform; delete doc.filter; }
   if (!reached("clickhouse") || !doc.sink.mapping.length) {
-    const first = doc.join ? { name: doc.join.output[0]?.as ?? doc.join.output[0]?.field ?? "x", type: "string" }
+    const last = doc.join ? [doc.join].flat().at(-1) : null;
+    const first = last ? { name: last.output[0]?.as ?? last.output[0]?.field ?? "x", type: "string" }
       : doc.source.schema.fields[0];
     doc.sink = { clickhouse: { path: "wizard-draft" }, table: "wizard_draft", create_table: true,
       mapping: [{ field: first.name, column: "c", type: "String" }] };
@@ -339,14 +284,17 @@ export function validationDocument(d: Draft, step: number, steps: string[]): Rec
 }
 
 /** A problem line of a join document said as the wizard's controls name things: the first
- * source's as `source.` (its dedup as `dedup`), the second's as `right.`. */
+ * source's as `source.` (its dedup as `dedup`), the second's as `right.`, step 1 as `join.`,
+ * a later step's topic (source k+1) as `join[k].source.`. */
 export function wizardPath(line: string): string {
   return line
     // a join's own check names its field in the message ("join: join.right.time_window: ...")
     .replace(/^(join(?:\[\d+\])?): join\.([\w.]+):/, "$1.$2:")
+    .replace(/^join\[0\]/, "join")
     .replace(/^sources\[0\]\.dedup/, "dedup")
-    .replace(/^sources\[0\]\./, "source.")
-    .replace(/^sources\[1\]\./, "right.");
+    .replace(/^sources\[0\]([.:])/, "source$1")
+    .replace(/^sources\[1\]([.:])/, "right$1")
+    .replace(/^sources\[(\d+)\]([.:])/, (_, k: string, c: string) => `join[${Number(k) - 1}].source${c}`);
 }
 
 /** Problem lines that belong to the control whose problem path is `path` (or below it). */

@@ -4,6 +4,7 @@
 import { emptyDraft, type Draft, type DedupMode } from "./draft";
 import { alertsFromDocument } from "./alerts";
 import { joinSteps, modeOf } from "./joinWords";
+import type { JoinStepDraft } from "./chain";
 
 type Doc = Record<string, any>;
 
@@ -41,25 +42,12 @@ export function fromDocument(doc: Doc): Draft {
     ? { enabled: true, mode: (dedup.mode ?? "first") as DedupMode, key: keyList(dedup.key), window: String(dedup.time_window ?? "1h") }
     : { ...d.dedup, enabled: false, key: [] };
   if (joined) {
-    const right: Doc = doc.sources[1] ?? {};
-    const j: Doc = doc.join;
-    d.join = {
-      enabled: true,
-      right: {
-        topic: String(right.topic ?? ""), samples: [], fields: fieldsOf(right.schema), nullable: [],
-        eventTime: String(right.schema?.event_time ?? ""),
-        dedup: right.dedup
-          ? { enabled: true, key: keyList(right.dedup.key)[0] ?? "", window: String(right.dedup.time_window ?? "1h") }
-          : { enabled: false, key: "", window: "1h" },
-      },
-      type: j.type === "left" ? "left" : "inner",
-      mode: modeOf(j),
-      leftKey: String(j.left?.key ?? ""), rightKey: String(j.right?.key ?? ""),
-      leftWindow: String(j.left?.time_window ?? "1h"), rightWindow: String(j.right?.time_window ?? "1h"),
-      rightTtl: String(j.right?.ttl ?? ""),
-      output: ((j.output ?? []) as Doc[]).map((o) => ({ from: o.from === "right" ? "right" : "left", field: String(o.field), as: String(o.as ?? o.field), on: true })),
-    };
-    if (d.join.right.topic) d.topics.push({ name: d.join.right.topic, partitions: 0 });
+    // each step's topic: the source its right side names (else the next in the list)
+    const sources = doc.sources as Doc[];
+    const [first, ...more] = joinSteps(doc).map((j, k) =>
+      stepFromDocument(j, sources.find((x) => (x.name ?? x.topic) === j.right?.source) ?? sources[k + 1] ?? {}));
+    d.join = { enabled: true, ...first, more };
+    for (const s of [first, ...more]) if (s.right.topic) d.topics.push({ name: s.right.topic, partitions: 0 });
   }
   d.transforms = ((doc.transform ?? []) as Doc[]).map((t) => ({ name: String(t.name), expression: String(t.expression), type: String(t.type ?? "string") }));
   d.filter = String(doc.filter ?? "");
@@ -75,6 +63,25 @@ export function fromDocument(doc: Doc): Draft {
   d.orderBy = keyList(sink.order_by);
   d.alerts = alertsFromDocument(doc.alerts);
   return d;
+}
+
+/** A join step of a document, with the source it adds, as the wizard's draft of it. */
+function stepFromDocument(j: Doc, right: Doc): JoinStepDraft {
+  return {
+    right: {
+      topic: String(right.topic ?? ""), samples: [], fields: fieldsOf(right.schema), nullable: [],
+      eventTime: String(right.schema?.event_time ?? ""),
+      dedup: right.dedup
+        ? { enabled: true, key: keyList(right.dedup.key)[0] ?? "", window: String(right.dedup.time_window ?? "1h") }
+        : { enabled: false, key: "", window: "1h" },
+    },
+    type: j.type === "left" ? "left" : "inner",
+    mode: modeOf(j),
+    leftKey: String(j.left?.key ?? ""), rightKey: String(j.right?.key ?? ""),
+    leftWindow: String(j.left?.time_window ?? "1h"), rightWindow: String(j.right?.time_window ?? "1h"),
+    rightTtl: String(j.right?.ttl ?? ""),
+    output: ((j.output ?? []) as Doc[]).map((o) => ({ from: o.from === "right" ? "right" : "left", field: String(o.field), as: String(o.as ?? o.field), on: true })),
+  };
 }
 
 // the wizard shows the stored alerts too: a section it no longer has was removed there
@@ -108,6 +115,10 @@ export function resetReasons(before: Doc, after: Doc): string[] {
     reasons.push(`The deduplication changes (${b ? `key ${keyList(b.key).join(", ") || "payload"}, ${b.mode ?? "first"}` : "off"} → ${a ? `key ${keyList(a.key).join(", ") || "payload"}, ${a.mode ?? "first"}` : "off"}): the remembered keys no longer fit.`);
   else if (!same(b?.time_window, a?.time_window))
     reasons.push(`The dedup window changes (${b?.time_window} → ${a?.time_window}): the remembered keys were kept for the old window.`);
+  // the joined topics' own dedup (the first topic's is above)
+  const joinedDedups = (d: Doc) => ((d.sources ?? []) as Doc[]).slice(1).filter((s) => s.dedup).map((s) => [s.topic, s.dedup?.key, s.dedup?.mode ?? "first", s.dedup?.time_window]);
+  if (!same(joinedDedups(before), joinedDedups(after)))
+    reasons.push("The deduplication of a joined topic changes: the remembered keys no longer fit.");
   reasons.push(...joinResetReasons(joinSteps(before), joinSteps(after)));
   return reasons;
 }

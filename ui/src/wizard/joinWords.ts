@@ -3,11 +3,12 @@
 
 export type JoinMode = "interval" | "latest" | "table";
 
-/** Each mode with what it writes, as the join step offers them. */
+/** Each mode with what it writes, as the join step offers them (the left side: the first
+ * topic, or the previous step's rows). */
 export const MODES: [JoinMode, string][] = [
-  ["interval", "Interval: one row per matching pair (every second-topic event of the key inside the windows)."],
-  ["latest", "Latest: one row per first-topic event, with the newest second-topic version at that time (enrichment)."],
-  ["table", "Table: the second topic is a table of current values (lookup): one row per first-topic event, with its key's value written last; a tombstone deletes it."],
+  ["interval", "Interval: one row per matching pair (each event of the joined topic with the key, inside the windows)."],
+  ["latest", "Latest: one row per left event, with the joined topic's newest version at that time (enrichment)."],
+  ["table", "Table: the joined topic is a table of current values (lookup): one row per left event, with its key's value written last; a tombstone deletes it."],
 ];
 
 /** The mode a document's join step has (interval when it says none). */
@@ -30,7 +31,7 @@ export function joinSentences(doc: Record<string, any> | null | undefined): stri
   return steps.map((s, i) => {
     const left = i === 0 ? String(s.left?.source ?? "") : `the rows of step ${i}`;
     const right = String(s.right?.source ?? "");
-    const on = `${left}.${keys(s.left?.key)} = ${right}.${keys(s.right?.key)}`;
+    const on = `${i === 0 ? `${left}.` : ""}${keys(s.left?.key)} = ${right}.${keys(s.right?.key)}`;
     const type = s.type === "left" ? "left: unmatched rows are written too" : "inner: unmatched rows are not written";
     const mode = modeOf(s);
     const what = mode === "latest"

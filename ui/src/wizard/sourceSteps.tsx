@@ -66,7 +66,7 @@ export function KafkaStep({ draft, update, err }: StepProps) {
 }
 
 /** The parts of a source the topic picker fills: the draft itself (left source) or
- * `draft.join.right`. */
+ * a join step's topic (`draft.join.right`, `draft.join.more[k].right`). */
 export interface SourceLike {
   topic: string;
   samples: Record<string, unknown>[];
@@ -79,10 +79,12 @@ export interface SourceLike {
 export function SourcePicker(props: StepProps & {
   select: (d: Draft) => SourceLike;
   idPrefix: string; // "" for the first source, "right-" for the joined one
-  pathPrefix: string; // "source" or "right": where its problems are reported
+  pathPrefix: string; // "source", "right" or "join[k].source": where its problems are reported
+  who?: string; // how a joined topic's labels name it ("Second topic", "Topic 3")
   onSampled?: (d: Draft, inferred: Inferred, topic: string) => void;
 }) {
   const { draft, update, err, select, idPrefix: ip, pathPrefix: pp } = props;
+  const who = ip ? props.who ?? "Second topic" : null;
   const src = select(draft);
   const [loading, setLoading] = useState<string | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
@@ -143,7 +145,7 @@ export function SourcePicker(props: StepProps & {
   return (
     <>
       <div class="inline">
-        <Field id={`${ip}topic`} label={ip ? "Second topic" : "Topic"} error={err(`${pp}.topic`)}>
+        <Field id={`${ip}topic`} label={who ?? "Topic"} error={err(`${pp}.topic`)}>
           <select {...described(`${ip}topic`, err(`${pp}.topic`))} data-problem-path={`${pp}.topic`} value={src.topic}
             onChange={(e) => pick(e.currentTarget.value)}>
             <option value="">— pick a topic —</option>
@@ -173,7 +175,7 @@ export function SourcePicker(props: StepProps & {
             const base = `${pp}.schema.fields[${i}]`;
             const nameErr = err(`${base}.name`) ?? err(base);
             const typeErr = err(`${base}.type`);
-            const label = `${ip ? "Second topic's field" : "Field"} ${i + 1}`;
+            const label = `${who ? `${who}'s field` : "Field"} ${i + 1}`;
             return (
               <div class="row" key={i}>
                 <Field id={`${ip}field-${i}-name`} label={`${label} name`} error={nameErr}>
@@ -187,7 +189,7 @@ export function SourcePicker(props: StepProps & {
                     {FIELD_TYPES.map((t) => <option key={t} value={t}>{t}</option>)}
                   </select>
                 </Field>
-                <button type="button" class="remove" aria-label={`remove ${ip ? "second topic's " : ""}field ${f.name || i + 1}`}
+                <button type="button" class="remove" aria-label={`remove ${who ? `${who.toLowerCase()}'s ` : ""}field ${f.name || i + 1}`}
                   onClick={() => update((d) => { select(d).fields.splice(i, 1); })}>Remove</button>
               </div>
             );
@@ -197,7 +199,7 @@ export function SourcePicker(props: StepProps & {
         </fieldset>
       )}
       {src.topic && (
-        <Field id={`${ip}event-time`} label={ip ? "Second topic's event time field" : "Event time field"} error={timeErr}
+        <Field id={`${ip}event-time`} label={who ? `${who}'s event time field` : "Event time field"} error={timeErr}
           help="Windows run on it. Without one, the Kafka message timestamp is used.">
           <select {...described(`${ip}event-time`, timeErr, true)} data-problem-path={`${pp}.schema`} value={src.eventTime}
             onChange={(e) => update((d) => { select(d).eventTime = e.currentTarget.value; })}>
