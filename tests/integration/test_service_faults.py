@@ -107,12 +107,12 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def service(data_dir: Path) -> Iterator[PipelineService]:
+def service(data_dir: Path, own_broker: Broker) -> Iterator[PipelineService]:
+    """The service, ended before its pipelines' broker: a graceful stop of a pipeline whose
+    broker is gone waits out runtime.stop_timeout for its micro-batch in flight."""
     with running_service(data_dir) as svc:
         yield svc
-        # at once: nothing is judged any more, and a graceful stop (close's stop_all) waits
-        # for each pipeline's micro-batch in flight, up to its runtime.stop_timeout (30 s),
-        # then for its Spark to stop
+        # at once: nothing is judged any more
         for record in svc.list():
             if can_transition(record.state, State.TERMINATING):
                 svc.terminate(record.id)
