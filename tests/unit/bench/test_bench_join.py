@@ -5,9 +5,10 @@ from __future__ import annotations
 from streamsift.config import parse_pipeline
 from streamsift.config.models import JoinType
 from streamsift_bench.common import JOIN_MAPPING, JOIN_TABLE, verify_join
-from streamsift_bench.isolated_run import batch_summary, pipeline_doc
+from streamsift_bench.isolated_run import batch_summary
 from streamsift_bench.measures import drain_rates
 from streamsift_bench.report import markdown
+from streamsift_bench.run_setup import pipeline_doc
 from streamsift_bench.verdicts import ratios, targets
 
 TRUTH = {"expected_rows": 5, "distinct_pairs": 5, "pair_checksum": 777}

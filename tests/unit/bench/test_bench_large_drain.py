@@ -8,9 +8,9 @@ import pytest
 from streamsift.cli.main import build_parser
 from streamsift.config import parse_pipeline
 from streamsift_bench.commands.bench import bench_options
-from streamsift_bench.isolated_run import pipeline_doc
 from streamsift_bench.measures import drain_rates
 from streamsift_bench.report import markdown
+from streamsift_bench.run_setup import pipeline_doc
 from streamsift_bench.verdicts import ratios, targets
 
 

@@ -18,7 +18,7 @@ from streamsift.spark_host.query_conf import (
     TRACK_ROWS,
     query_conf,
 )
-from streamsift_bench.isolated_run import pipeline_doc
+from streamsift_bench.run_setup import pipeline_doc
 
 DEFAULTS = {
     CHECKPOINT_FILES: FILE_SYSTEM_CHECKPOINT_FILES,

@@ -5,7 +5,8 @@
   ClickHouse-side dedup, `raw_vec` the vectorised ceiling, `nospark` streamsift's stages
   without Spark, in server mode also into the endpoint; `quix_worker` in the quixstreams
   interpreter of `quixenv`), sharing `common`'s table, checks and progress files and, but
-  for quixstreams, `consume_loop`'s consume/insert loop; `live_steps` sends a live run's fixed-rate
+  for quixstreams, `consume_loop`'s consume/insert loop and `run_setup`'s pipeline document
+  and server-mode endpoint; `live_steps` sends a live run's fixed-rate
   steps, `large_drain` the large backlog; `resources` and `profiles` watch the processes;
   `measures` and `verdicts` judge the results (ratios from alternating pairs); `report` and
   `plots` write them, `readme` the README's figures from results.json. `formats` (with

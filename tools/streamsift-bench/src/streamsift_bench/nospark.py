@@ -1,6 +1,6 @@
 """`nospark`: streamsift's own stages in a plain loop, without Spark.
 
-The same pipeline document as the streamsift runs (isolated_run.pipeline_doc), the same
+The same pipeline document as the streamsift runs (run_setup.pipeline_doc), the same
 consumer as raw_vec (the source's fetch settings), and per poll what a micro-batch does on the
 pass-through path: per partition, streamsift's processor (engine/query.py
 pass_through_processor: parse, event-time checks, the RocksDB first-wins decision, the output
@@ -81,7 +81,7 @@ def run_nospark(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     from streamsift.engine.query import pass_through_processor
     from streamsift.engine.sink_tables import prepare_tables
     from streamsift.sinks.clickhouse import ClickHouseWriter
-    from streamsift_bench.isolated_run import pipeline_doc
+    from streamsift_bench.run_setup import pipeline_doc
 
     work = Path(spec["work_dir"])
     pipeline = parse_pipeline(pipeline_doc(spec))

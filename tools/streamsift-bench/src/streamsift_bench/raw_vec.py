@@ -11,7 +11,7 @@ thread: not what a careful hand-written consumer does. These two are the honest 
   It inserts with streamsift's own ClickHouse client (sinks/clickhouse ClickHouseWriter: one
   block per insert, an insert token, the sink's retries), into chdb in its own process or,
   as `raw_vec_server`, over HTTP into the chdb-backed endpoint the run starts as a separate
-  process, the one streamsift's server mode writes to (isolated_run.clickhouse_endpoint):
+  process, the one streamsift's server mode writes to (run_setup.clickhouse_endpoint):
   raw_vec_server / raw_vec is what the endpoint costs, streamsift-server / raw_vec_server
   what streamsift's server mode costs beyond it.
 - `nospark`: the same consumer, but each poll goes through streamsift's own processor (parse,
@@ -144,7 +144,7 @@ def sink_writer(spec: dict[str, Any], port: int | None) -> ClickHouseWriter:
 def run_raw_vec(spec: dict[str, Any], progress: ProgressLog) -> dict[str, Any]:
     """Drain the topic with the vectorised consumer (dedup unless spec['dedup'] is false),
     into embedded chdb or, with spec['clickhouse'] "server", into the endpoint it starts."""
-    from streamsift_bench.isolated_run import clickhouse_endpoint
+    from streamsift_bench.run_setup import clickhouse_endpoint
 
     with clickhouse_endpoint(spec) as port:
         return _run_raw_vec(spec, progress, sink_writer(spec, port))
