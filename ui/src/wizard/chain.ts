@@ -2,7 +2,7 @@
 // each further step joins the previous step's output with one more topic
 // (docs/configuration.md, "Three or more sources: join steps"). What each step's left side
 // has, what it outputs, its default output, and the `sources` + `join` of the document.
-import type { Draft, OutputField, SchemaField } from "./draft";
+import type { OutputField, SchemaField } from "./fields";
 import type { JoinMode } from "./joinWords";
 
 /** A topic a join step adds: its sample, fields and own dedup. */
@@ -37,6 +37,15 @@ export interface JoinDraft extends JoinStepDraft {
 
 export type Typed = SchemaField & { nullable: boolean };
 
+/** What the join steps read of the wizard's draft (draft.ts's Draft has all of it). */
+export interface StepsDraft {
+  topic: string;
+  startFrom: "earliest" | "latest";
+  fields: SchemaField[];
+  nullable: string[];
+  join: JoinDraft;
+}
+
 export function emptyStep(mode: JoinMode = "interval"): JoinStepDraft {
   return {
     right: { topic: "", samples: [], fields: [], nullable: [], eventTime: "", dedup: { enabled: false, key: "", window: "1h" } },
@@ -45,19 +54,19 @@ export function emptyStep(mode: JoinMode = "interval"): JoinStepDraft {
 }
 
 /** The join's steps in order (none when the join is off). */
-export function joinStepsOf(d: Draft): JoinStepDraft[] {
+export function joinStepsOf(d: StepsDraft): JoinStepDraft[] {
   return d.join.enabled ? [d.join, ...(d.join.more ?? [])] : [];
 }
 
 /** The fields step `k`'s left side has: the first topic's, or the previous step's output. */
-export function leftFields(d: Draft, k: number): Typed[] {
+export function leftFields(d: StepsDraft, k: number): Typed[] {
   if (k === 0) return d.fields.map((f) => ({ ...f, nullable: d.nullable.includes(f.name) }));
   return outputFields(d, k - 1);
 }
 
 /** The record step `k` makes: its output's names and types; a field may be missing when its
  * side may be (a left join's right side, or a missing left field carried on). */
-export function outputFields(d: Draft, k: number): Typed[] {
+export function outputFields(d: StepsDraft, k: number): Typed[] {
   const step = joinStepsOf(d)[k];
   const left = leftFields(d, k);
   return step.output.filter((o) => o.on).map((o) => {
@@ -73,7 +82,7 @@ export function outputFields(d: Draft, k: number): Typed[] {
 
 /** Step `k`'s output by default: every field of both sides, dots as `_`, a right field whose
  * name the left already has prefixed `right_` (or the topic's name, after step 1). */
-export function defaultOutput(d: Draft, k = 0): OutputField[] {
+export function defaultOutput(d: StepsDraft, k = 0): OutputField[] {
   const step = joinStepsOf(d)[k] ?? d.join;
   const plain = (name: string) => name.replace(/[^A-Za-z0-9_]/g, "_");
   const left = leftFields(d, k).map((f) => ({ from: "left" as const, field: f.name, as: plain(f.name), on: true }));
@@ -87,7 +96,7 @@ export function defaultOutput(d: Draft, k = 0): OutputField[] {
 }
 
 /** The likely join keys of step `k`: a right field named like a left one (user_id ~ user.id). */
-export function likelyPair(d: Draft, k: number): [string, string] | null {
+export function likelyPair(d: StepsDraft, k: number): [string, string] | null {
   const plain = (n: string) => n.replace(/[^A-Za-z0-9]/g, "").toLowerCase();
   const right = (joinStepsOf(d)[k] ?? d.join).right.fields;
   for (const l of leftFields(d, k)) {
@@ -99,7 +108,7 @@ export function likelyPair(d: Draft, k: number): [string, string] | null {
 
 /** The document's `sources` and `join` for a joined draft: one `join` mapping for two
  * topics (as before the steps existed), a list of steps for three or more. */
-export function joinDocument(d: Draft, left: Record<string, any>, conn: { bootstrap_servers: string; security: unknown }) {
+export function joinDocument(d: StepsDraft, left: Record<string, any>, conn: { bootstrap_servers: string; security: unknown }) {
   const steps = joinStepsOf(d);
   const source = (r: RightDraft) => {
     const schema: Record<string, unknown> = { fields: r.fields.map((f) => ({ name: f.name, type: f.type })) };

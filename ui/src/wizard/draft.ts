@@ -5,14 +5,11 @@
 import { plainOnce } from "./words";
 import { alertsSection, emptyAlerts, type AlertsDraft } from "./alerts";
 import { emptyStep, joinDocument, joinStepsOf, outputFields, type JoinDraft } from "./chain";
+import type { OutputField, SchemaField } from "./fields";
 
 export const FIELD_TYPES = ["string", "int", "float", "bool", "timestamp", "array", "map", "json"];
 export type DedupMode = "first" | "last" | "exact";
 
-export interface SchemaField {
-  name: string;
-  type: string;
-}
 export interface Transform {
   name: string;
   expression: string;
@@ -24,14 +21,8 @@ export interface MappingRow {
   type: string;
 }
 
-export interface OutputField {
-  from: "left" | "right";
-  field: string;
-  as: string;
-  on: boolean;
-}
 
-export type { JoinDraft };
+export type { JoinDraft, OutputField, SchemaField };
 
 export interface Draft {
   name: string;
