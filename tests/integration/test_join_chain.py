@@ -41,6 +41,11 @@ USERS_WINDOWS = Windows(int(H.total_seconds() * 1e6), int(30 * M.total_seconds()
 PRODUCTS_WINDOWS = Windows(int(20 * M.total_seconds() * 1e6), int(40 * M.total_seconds() * 1e6))
 
 
+# An order two days after the others (user ua, product p0): it moves the watermark past
+# every window at once.
+AHEAD = order("ahead", "ua", T0 + 48 * H, 999, "p0")
+
+
 def micros(doc: dict) -> int:
     return int(datetime.fromisoformat(doc["ts"]).timestamp() * 1_000_000)
 
@@ -102,6 +107,32 @@ def rows_of(runner: PipelineRunner, table: str) -> Counter:
     return Counter(runner.writer.query_rows(f"SELECT order_id, name, title, amount FROM {table}"))
 
 
+def run_with_a_jump(
+    runner: PipelineRunner, want: Counter, produce_messages, name: str, ahead_product=None
+) -> dict:
+    """Run until the rows of `want` without a NULL are written but one (AHEAD's), then produce
+    AHEAD with its user (and `ahead_product`): every source's watermark moves past every
+    window at once; run until all of `want` is written; return the stats."""
+    matched = sum(n for row, n in want.items() if None not in row) - 1
+    pushed = [
+        (f"{name}_users", encode([user("ua", "na", T0 + 48 * H)], "user")),
+        *([(f"{name}_products", encode([ahead_product], "id"))] if ahead_product else []),
+        (f"{name}_orders", encode([AHEAD], "order_id")),
+    ]
+
+    def done() -> bool:
+        if runner.stats.written < matched:
+            return False
+        if pushed:
+            for topic, messages in pushed:
+                produce_messages(topic, messages)
+            pushed.clear()
+            return False
+        return runner.stats.written >= sum(want.values())
+
+    return run_until(runner, done)
+
+
 def test_interval_then_latest_is_exact(broker, chdb_path, tmp_path, unique_name, produce_messages):
     """Step 1 interval (a row per order and user version inside the windows), step 2 latest
     (each of those rows once, with the product version current at the order's time), inner;
@@ -156,34 +187,12 @@ def test_then_table_left_outer_and_late_records(
         for name in user_names(o, by_user, mode, how):
             want[(o["order_id"], name, value.get(o["product_id"]), o["amount"])] += 1
     # an order two days later (with its user) moves the watermark past every window
-    ahead = order("ahead", "ua", T0 + 48 * H, 999, "p0")
     want[("ahead", "na", value["p0"], 999.0)] += 1
     assert sum(1 for row in want if row[2] is None) >= 5  # p5's orders
     assert how == "inner" or sum(1 for row in want if row[1] is None) >= 5  # u10's, u11's
 
     runner = PipelineRunner(pipeline)
-    matched = sum(n for row, n in want.items() if None not in row) - 1
-    pushed = iter(
-        [
-            lambda: (
-                produce_messages(
-                    f"{unique_name}_users", encode([user("ua", "na", T0 + 48 * H)], "user")
-                ),
-                produce_messages(f"{unique_name}_orders", encode([ahead], "order_id")),
-            )
-        ]
-    )
-
-    def done() -> bool:
-        if runner.stats.written < matched:
-            return False
-        push = next(pushed, None)
-        if push is not None:
-            push()
-            return False
-        return runner.stats.written >= sum(want.values())
-
-    stats = run_until(runner, done)
+    stats = run_with_a_jump(runner, want, produce_messages, unique_name)
     assert rows_of(runner, table) == want
     assert stats["late_dropped"] == 0
 
@@ -195,6 +204,76 @@ def test_then_table_left_outer_and_late_records(
     stats = PipelineRunner(pipeline).run(until_caught_up=True).stats
     assert stats["read"] == 2 and stats["late_dropped"] == 2
     assert rows_of(PipelineRunner(pipeline), table) == want
+
+
+def titles(tl: int, known: list[Record], how: str) -> list:
+    """An interval products step's titles for a row at `tl`: every version inside the
+    windows (left 20m, right 40m), or [None] for a left join without one."""
+    low, high = tl - PRODUCTS_WINDOWS.right_us, tl + PRODUCTS_WINDOWS.left_us
+    names = [p.payload for p in known if low <= p.et <= high]
+    return names or ([None] if how == "left" else [])
+
+
+def chain_rows(orders, users, products, how: str) -> Counter:
+    """The reference of a latest users step then an interval products step, both `how`."""
+    by_user, by_product = versions(users, "user", ""), versions(products, "id", "title")
+    want: Counter = Counter()
+    for o in orders:
+        for name in user_names(o, by_user, "latest", how):
+            for title in titles(micros(o), by_product.get(o["product_id"], []), how):
+                want[(o["order_id"], name, title, o["amount"])] += 1
+    return want
+
+
+def test_latest_then_interval_is_exact(broker, chdb_path, tmp_path, unique_name, produce_messages):
+    """Step 2 interval after a latest step, inner: a row per product version inside the
+    windows measured from the order's time (several for some orders, none for others)."""
+    orders, users, products = streams(seed=5)
+    produce(broker, produce_messages, unique_name, orders, users, products)
+    steps = [{"mode": "latest", **USERS_STEP}, products_step("interval", time_window="40m")]
+    doc = orders_users_products_doc(broker, chdb_path, tmp_path, unique_name, steps)
+    pipeline = parse_pipeline(doc)
+    stats = PipelineRunner(pipeline).run(until_caught_up=True).stats
+
+    want = chain_rows(orders, users, products, "inner")
+    per_order = Counter(row[0] for row in want.elements())
+    assert max(per_order.values()) >= 2  # several versions in the window: several rows
+    by_product = versions(products, "id", "title")
+    assert any(  # a product with versions, none inside an order's window: no row
+        o["product_id"] in by_product and not titles(micros(o), by_product[o["product_id"]], "")
+        for o in orders
+    )
+    assert rows_of(PipelineRunner(pipeline), pipeline.sink.table) == want
+    assert stats["written"] == sum(want.values()) and stats["late_dropped"] == 0
+
+
+def test_interval_later_step_left_outer_after_a_jump(
+    broker, chdb_path, tmp_path, unique_name, produce_messages
+):
+    """Latest left then interval left: orders of u10, u11 leave step 1 (NULL name) only when
+    an order two days later moves the watermark past every window at once, so Spark's event
+    time of those rows is far behind the watermark of the batch; step 2 still joins them with
+    every product version around the order's time, and writes a NULL title (p5) once the
+    window passed."""
+    orders, users, products = streams(seed=6)
+    produce(broker, produce_messages, unique_name, orders, users, products)
+    steps = [
+        {"mode": "latest", "type": "left", **USERS_STEP},
+        products_step("interval", "left", time_window="40m"),
+    ]
+    doc = orders_users_products_doc(broker, chdb_path, tmp_path, unique_name, steps)
+    pipeline = parse_pipeline(doc)
+    want = chain_rows(orders, users, products, "left")
+    want[("ahead", "na", "t-ahead", 999.0)] += 1
+    late_left = [row for row in want if row[1] is None]
+    assert sum(1 for row in late_left if row[2] is not None) >= 3  # joined after the jump
+    assert sum(1 for row in want if row[2] is None) >= 3  # p5's orders
+
+    runner = PipelineRunner(pipeline)
+    ahead_product = product("p0", "t-ahead", T0 + 48 * H)
+    stats = run_with_a_jump(runner, want, produce_messages, unique_name, ahead_product)
+    assert stats["late_dropped"] == 0, stats
+    assert rows_of(runner, pipeline.sink.table) == want
 
 
 def test_kill_9_mid_run_then_resume_writes_each_row_once(

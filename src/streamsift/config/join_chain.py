@@ -2,8 +2,8 @@
 
 `join` is one mapping (two sources) or a list of steps: step 0 joins two sources, step k > 0
 joins step k-1's output (its output fields, by their output names) with one more source.
-Every source is used exactly once. A later step may be `latest` or `table`, not `interval`
-(docs/semantics.md, "A chain of joins" says why). Errors name the field: `join.left.key`
+Every source is used exactly once; each step may be `interval`, `latest` or `table`
+(docs/semantics.md, "A chain of joins"). Errors name the field: `join.left.key`
 for the single mapping, `join[1].left.key` for a step.
 """
 
@@ -35,7 +35,7 @@ def step_path(join: Join | tuple[Join, ...] | None, k: int) -> str:
 
 def check_chain_shape(sources: tuple[JoinSource, ...], join: Join | tuple[Join, ...]) -> None:
     """Which source each step reads: step 0 two, later steps one (their left side is the
-    previous step's output); every source exactly once; modes a chain can run."""
+    previous step's output); every source exactly once."""
     _check_names(sources)
     steps = join_steps(join)
     if not steps:
@@ -49,12 +49,6 @@ def check_chain_shape(sources: tuple[JoinSource, ...], join: Join | tuple[Join, 
             raise ValueError(
                 f"{where}.left.source: a later step's left side is the previous step's output; "
                 "leave source out"
-            )
-        if k > 0 and step.mode is JoinMode.INTERVAL:
-            raise ValueError(
-                f"{where}.mode: a later step of a chain is latest or table, not interval "
-                "(Spark's interval join bounds both sides by their watermarked event time; the "
-                "previous step's rows are not a watermarked stream of their own)"
             )
         for side_name, side in sides:
             if side.source is None:

@@ -44,7 +44,7 @@ from streamsift.config.rows import (
 )
 from streamsift.config.stages import JoinMode
 from streamsift.config.types import SPARK_SQL_TYPES, FieldType
-from streamsift.transforms.join_latest import CHAIN_TIME, ChainStep, chain_columns
+from streamsift.transforms.join_latest import CHAIN, CHAIN_TIME, ChainStep, chain_columns
 
 # A good row of a table side that is a tombstone: the source processor keeps its Kafka key
 # and no value (engine/processor.py `tombstones`); other good rows there keep neither.
@@ -186,17 +186,29 @@ def _interval_pairs(
     right_scope: dict[str, FieldRef],
     chain: ChainStep | None = None,
 ) -> tuple[Any, dict[str, FieldRef]]:
-    """`join.mode: interval`: Spark's stream-stream join, every pair inside the windows. As a
-    chain's first step, its rows also carry `_event_time` (the left record's, watermarked),
-    CHAIN_TIME and CHAIN for the next step."""
+    """`join.mode: interval`: Spark's stream-stream join, every pair inside the windows. In a
+    chain, a step that feeds the next gives its rows `_event_time` (the left row's,
+    watermarked), CHAIN_TIME and CHAIN; a later step measures the windows on its left rows'
+    CHAIN_TIME (docs/semantics.md, "A chain of joins", "Which modes")."""
     from pyspark.sql import functions as F
 
     window_l = _micros(join.left_window)
     window_r = _micros(join.right_window)
+    left_is_step = chain is not None and chain.left_is_step
+    # a later step's left rows: Spark's event time `e` (watermarked) is within the slack
+    # after their time tl (CHAIN_TIME); the range on `e`, widened by the slack, is what Spark
+    # bounds its state by, and the exact range on tl decides the rows
+    wide_r = window_r + (chain.slack_us if left_is_step and chain is not None else 0)
     condition = F.expr(
-        f"r._event_time >= l._event_time - INTERVAL {window_r} MICROSECONDS AND "
+        f"r._event_time >= l._event_time - INTERVAL {wide_r} MICROSECONDS AND "
         f"r._event_time <= l._event_time + INTERVAL {window_l} MICROSECONDS"
     )
+    if left_is_step:
+        tl_sql = f"timestamp_micros(l.{CHAIN_TIME})"
+        condition = condition & F.expr(
+            f"r._event_time >= {tl_sql} - INTERVAL {window_r} MICROSECONDS AND "
+            f"r._event_time <= {tl_sql} + INTERVAL {window_l} MICROSECONDS"
+        )
     for i in range(len(join.left.key)):
         key = join_key_column(i)
         condition = condition & (F.col(f"l.{key}") == F.col(f"r.{key}"))
@@ -217,9 +229,16 @@ def _interval_pairs(
     meta = [_of_joined_row(c, left_source) for c in OUTPUT_COLUMNS]
     if chain is None:
         return joined.select(*outputs, *meta), scope
-    extra = chain_columns(chain, F.col("r._partition"), F.col("r._offset"), None)
-    extra = {"_event_time": F.col("l._event_time"), **extra}
-    extra[CHAIN_TIME] = F.unix_micros(F.col("l._event_time"))
+    left_chain = F.col(f"l.{CHAIN}") if left_is_step else None
+    extra = chain_columns(chain, F.col("r._partition"), F.col("r._offset"), left_chain)
+    if chain.feeds_next:
+        tl = F.col(f"l.{CHAIN_TIME}") if left_is_step else F.unix_micros(F.col("l._event_time"))
+        extra = {"_event_time": F.col("l._event_time"), **extra, CHAIN_TIME: tl}
+    else:  # the last step: `_roffset` is the hash of every step's right position
+        meta = [
+            extra.pop(c.name).alias(c.name) if c.name in extra else m
+            for c, m in zip(OUTPUT_COLUMNS, meta, strict=True)
+        ]
     return joined.select(*outputs, *meta, *[v.alias(n) for n, v in extra.items()]), scope
 
 

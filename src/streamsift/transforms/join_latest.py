@@ -161,7 +161,7 @@ def latest_pairs(
         .unionByName(shaped(right, "right"))
         .groupBy(*keys)
         .transformWithState(
-            LatestJoinProcessor(rule, join.type is JoinType.LEFT, feeds_next),
+            LatestJoinProcessor(rule, join.type is JoinType.LEFT, feeds_next, slack + left_us),
             OUTPUT_SCHEMA + (CHAIN_OUTPUT if feeds_next else ""),
             "Append",
             "EventTime",
@@ -236,13 +236,19 @@ class LatestJoinProcessor(StatefulProcessor):
     to the JVM, so a call makes few: read, write (or clear), and a timer change only when the
     wake-up time moves."""
 
-    def __init__(self, rule: Any, left_outer: bool, feeds_next: bool = False) -> None:
+    def __init__(
+        self, rule: Any, left_outer: bool, feeds_next: bool = False, within_us: int | None = None
+    ) -> None:
         self.rule = rule  # LatestRule, or join_table_rule.TableRule for `mode: table`
         self.left_outer = left_outer
         # a chain step's rows go on to the next step: each carries its left record's time
         # (`_tl`) and, as Spark's event time, that time or the watermark if later (a row
         # behind the watermark may not leave a transformWithState that feeds another)
         self.feeds_next = feeds_next
+        # ... but at most `within_us` after `_tl` (the next step's slack): the watermark of
+        # an earlier batch, which a row must not be behind, was no further than that, and an
+        # interval next step bounds its state by it (docs/semantics.md, "A chain of joins")
+        self.within_us = within_us
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -307,7 +313,10 @@ class LatestJoinProcessor(StatefulProcessor):
 
         if not self.feeds_next:
             return Row(_lp=left.payload, _rp=right, _rpartition=partition, _roffset=offset)
-        emitted_us = max(left.et, watermark_ms * 1000)
+        emitted_us = watermark_ms * 1000
+        if self.within_us is not None:
+            emitted_us = min(emitted_us, left.et + self.within_us)
+        emitted_us = max(left.et, emitted_us)
         return Row(
             _lp=left.payload,
             _rp=right,

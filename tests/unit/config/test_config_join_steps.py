@@ -53,6 +53,19 @@ def test_a_chain_of_two_steps_validates():
     )
 
 
+@pytest.mark.parametrize("first", ["interval", "latest", "table"])
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_an_interval_later_step_validates_after_any_first_step(first, how):
+    """Issue 29 item 3: each step interval or latest (or table), inner or left."""
+    doc = changed("join.1", products_step("interval", how, time_window="40m"))
+    doc = changed("join.0.mode", first, doc)
+    if first == "table":  # a table side has no window
+        doc = changed("join.0.right.time_window", None, doc)
+    p = parse_pipeline(doc)
+    assert [s.mode for s in p.joins] == [JoinMode(first), JoinMode.INTERVAL]
+    assert p.joins[1].type is JoinType(how)
+
+
 def test_the_single_mapping_is_a_one_step_chain_and_reads_as_before():
     two = changed("sources", CHAIN["sources"][:2], changed("join", STEPS[0]))
     two["sink"]["mapping"] = two["sink"]["mapping"][:2]
@@ -99,8 +112,8 @@ def test_the_single_mapping_is_a_one_step_chain_and_reads_as_before():
         ),
         (
             "join.1",
-            products_step("interval", time_window="1h"),
-            "join[1].mode: a later step of a chain is latest or table",
+            products_step("interval", "left"),
+            "join[1].right.time_window: required field is missing",
         ),
         ("join.1.left.time_window", None, "join[1].left.time_window: required field is missing"),
         ("join.1.right.time_window", "1h", "join[1].right.time_window: the right side of"),
