@@ -8,11 +8,12 @@ Both sides' good records are brought to one shape — the join key, the event ti
 side's watermark) and one text column `side|µs|partition|offset|fields`, the fields the output
 needs packed as JSON — unioned, grouped by the key, and handed to Spark's `transformWithState`
 (event time, a timer per key). Spark keeps each key's state (the right versions still usable
-and the left records still waiting, as JSON text) and its timer in its RocksDB state store,
-checkpointed with the offsets, and drops records behind the watermark before they reach the
-rule (counted as `late_dropped`); so a re-run micro-batch starts from the same state and
-watermark and makes the same rows. Packing the fields as JSON keeps every value exact across
-the Python hop (64-bit integers, microsecond timestamps, NULLs).
+and the left records still waiting, as JSON text, and which timer the key has) and its timer
+in its RocksDB state store, checkpointed with the offsets, and drops records behind the
+watermark before they reach the rule (counted as `late_dropped`); so a re-run micro-batch
+starts from the same state and watermark and makes the same rows. Packing the fields as JSON
+keeps every value exact across the Python hop (64-bit integers, microsecond timestamps,
+NULLs).
 
 Why `transformWithState` (rows; its state calls are round trips to the JVM) and not
 `applyInPandasWithState` (its state travels with the data): the latter builds a pandas frame
@@ -49,6 +50,8 @@ NEVER_LATE = "9999-12-31 00:00:00"
 JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
 OUTPUT_SCHEMA = "_lp STRING, _rp STRING, _rpartition INT, _roffset BIGINT"
 STATE_SCHEMA = "rights STRING, lefts STRING"
+# The state's `lefts` text begins with the key's timer (`@ms;`, `@;` for none): join_timer.
+TIMER_MARK = "@"
 RECORD = "_record"  # the column holding a record as `side|µs|partition|offset|fields`
 # The left record's metadata carried to the output row (its position is packed as well).
 LEFT_META = ("_topic", "_partition", "_offset", "_kafka_ts", "_late")
@@ -208,6 +211,21 @@ def _meta(column: Any, left_source: str) -> Any:
     return value.cast(column.sql_type).alias(column.name)
 
 
+def join_timer(timers: list[int], lefts_text: str) -> str:
+    """The state's `lefts` text with the key's timer in front (`@ms;` or `@;` for none), so a
+    call knows it without listing the key's timers, a round trip to the JVM."""
+    return f"{TIMER_MARK}{timers[0] if timers else ''};{lefts_text}"
+
+
+def split_timer(text: str | None) -> tuple[list[int] | None, str | None]:
+    """The key's timers and lefts text from the state's `lefts` column (join_timer); None for
+    the timers of a state written before they were kept there (its text is the JSON alone)."""
+    if not text or not text.startswith(TIMER_MARK):
+        return None, text
+    head, _, rest = text[1:].partition(";")
+    return ([int(head)] if head else []), rest
+
+
 class LatestRule:
     """`join.mode: latest`'s rule (join_latest_rule.step) in the shape the processor calls."""
 
@@ -232,9 +250,10 @@ class LatestJoinProcessor(StatefulProcessor):
     key's timer passes (a waiting left record's window ends, or the versions expire).
 
     The state is one value, the right versions and the waiting left records as JSON text; the
-    key has at most one timer, at `Step.wake_us`. Each state and timer call is a round trip
-    to the JVM, so a call makes few: read, write (or clear), and a timer change only when the
-    wake-up time moves."""
+    key has at most one timer, at `Step.wake_us`, and the state says which (join_timer). Each
+    state and timer call is a round trip to the JVM, so a call makes few: read, write (or
+    clear) when the records or the timer change, and a timer change only when the wake-up
+    time moves."""
 
     def __init__(
         self, rule: Any, left_outer: bool, feeds_next: bool = False, within_us: int | None = None
@@ -277,29 +296,34 @@ class LatestJoinProcessor(StatefulProcessor):
         timer_values: TimerValues,
         expired_ms: int | None,
     ) -> Iterator[Any]:
-        rights, lefts = decode(None), decode(None)
-        if self.state.exists():
-            rights_text, lefts_text = self.state.get()
-            rights, lefts = decode(rights_text), decode(lefts_text)
+        # get() answers None for a key without state: one round trip, not exists() and get()
+        stored = self.state.get()
+        rights, lefts, timers = decode(None), decode(None), []
+        known: list[int] | None = []
+        if stored is not None:
+            known, lefts_text = split_timer(stored[1])
+            rights, lefts = decode(stored[0]), decode(lefts_text)
+            # a state written before it kept its timer: ask Spark (one round trip more)
+            timers = list(self.handle.listTimers()) if known is None else known
         watermark_ms = max(timer_values.getCurrentWatermarkInMs(), 0)
         key_is_null = any(k is None or k != k for k in key)  # NaN: a NULL float key
         result = self.rule(
             rights, lefts, new_rights, new_tombstones, new_lefts, watermark_ms * 1000, key_is_null
         )
-        wake_ms = None
-        if not result.rights and not result.lefts:
-            self.state.clear()
-        elif (result.rights, result.lefts) != (rights, lefts):
-            self.state.update((encode(result.rights), encode(result.lefts)))
+        wake = []  # the key's timer after this call: the wake-up in ms, rounded up
         if result.wake_us is not None:
-            wake_ms = max(-(-result.wake_us // 1000), watermark_ms + 1)  # rounded up
-        for timer in self.handle.listTimers():
-            if timer != wake_ms and timer != expired_ms:  # an expired one goes by itself
+            wake = [max(-(-result.wake_us // 1000), watermark_ms + 1)]
+        for timer in timers:  # an expired one goes by itself
+            if timer not in wake and timer != expired_ms:
                 self.handle.deleteTimer(timer)
-            elif timer == wake_ms:
-                wake_ms = None  # already set
-        if wake_ms is not None:
-            self.handle.registerTimer(wake_ms)
+        for timer in wake:
+            if timer not in timers or timer == expired_ms:
+                self.handle.registerTimer(timer)
+        if not result.rights and not result.lefts and not wake:
+            if stored is not None:
+                self.state.clear()
+        elif (result.rights, result.lefts, wake) != (rights, lefts, timers) or known is None:
+            self.state.update((encode(result.rights), join_timer(wake, encode(result.lefts))))
         for lt, rt in result.matched:
             yield self._row(lt, rt.payload, rt.partition, rt.offset, watermark_ms)
         if self.left_outer:

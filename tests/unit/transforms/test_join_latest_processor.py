@@ -13,20 +13,23 @@ W = Windows(left_us=60 * M_MS * 1000, right_us=30 * M_MS * 1000)
 
 
 class FakeState:
+    """Spark's ValueState: get() answers None for a key without state (no exists() here:
+    the processor must not spend a round trip on it)."""
+
     def __init__(self) -> None:
         self.value: tuple[str, str] | None = None
+        self.calls = 0
 
-    def exists(self) -> bool:
-        return self.value is not None
-
-    def get(self) -> tuple[str, str]:
-        assert self.value is not None
+    def get(self) -> tuple[str, str] | None:
+        self.calls += 1
         return self.value
 
     def update(self, value: tuple[str, str]) -> None:
+        self.calls += 1
         self.value = value
 
     def clear(self) -> None:
+        self.calls += 1
         self.value = None
 
 
@@ -107,4 +110,31 @@ def test_an_unchanged_wake_up_costs_no_timer_call():
     list(p.handleInputRows(("u1",), iter([record("L", 0, 1, "{}")]), Clock(0)))
     handle.calls = 0
     list(p.handleInputRows(("u1",), iter([record("L", 5, 2, "{}")]), Clock(0)))
-    assert handle.timers == {60 * M_MS} and handle.calls == 1  # listTimers only
+    assert handle.timers == {60 * M_MS} and handle.calls == 0  # the state says which timer
+
+
+def test_a_new_key_reads_its_state_once_and_lists_no_timers():
+    p, handle = processor()
+    list(p.handleInputRows(("u1",), iter([record("L", 0, 1, "{}")]), Clock(0)))
+    assert handle.state.calls == 2  # get, update
+    assert handle.calls == 1 and handle.timers == {60 * M_MS}  # registerTimer only
+
+
+def test_a_new_key_left_with_nothing_writes_no_state():
+    p, handle = processor()
+    assert list(p.handleInputRows((None,), iter([record("R", 0, 1, "{}")]), Clock(0))) == []
+    assert handle.state.calls == 1 and handle.calls == 0  # get only: a NULL key keeps nothing
+
+
+def test_a_state_without_its_timer_lists_the_timers_once_then_keeps_them():
+    p, handle = processor()
+    list(p.handleInputRows(("u1",), iter([record("L", 0, 1, "{}")]), Clock(0)))
+    rights, lefts = handle.state.value  # type: ignore[misc]
+    handle.state.value = (rights, lefts.partition(";")[2])  # as written before the timer was
+    handle.calls = 0
+    list(p.handleInputRows(("u1",), iter([record("L", 5, 2, "{}")]), Clock(0)))
+    assert handle.calls == 1 and handle.timers == {60 * M_MS}  # listTimers, nothing moved
+    assert handle.state.value[1].startswith("@3600000;")  # type: ignore[index]
+    handle.calls = 0
+    list(p.handleInputRows(("u1",), iter([record("L", 6, 3, "{}")]), Clock(0)))
+    assert handle.calls == 0
