@@ -44,11 +44,13 @@ from streamsift.config.rows import (
 )
 from streamsift.config.stages import JoinMode
 from streamsift.config.types import SPARK_SQL_TYPES, FieldType
-from streamsift.transforms.join_latest import CHAIN, CHAIN_TIME, ChainStep, chain_columns
-
-# A good row of a table side that is a tombstone: the source processor keeps its Kafka key
-# and no value (engine/processor.py `tombstones`); other good rows there keep neither.
-TOMBSTONE = "_error IS NULL AND _raw IS NULL AND _key IS NOT NULL"
+from streamsift.transforms.join_latest import (
+    CHAIN,
+    CHAIN_TIME,
+    TOMBSTONE,
+    ChainStep,
+    chain_columns,
+)
 
 
 def build_join(

@@ -44,6 +44,9 @@ from streamsift.transforms.join_table_rule import TableRule
 
 # A table side's rows are never behind the watermark: they carry this time in the grouped
 # frame (their own stays inside the record), so Spark's late-row filter passes them all.
+# A good row of a table side that is a tombstone: the source processor keeps its Kafka key
+# and no value (engine/processor.py `tombstones`); other good rows there keep neither.
+TOMBSTONE = "_error IS NULL AND _raw IS NULL AND _key IS NOT NULL"
 NEVER_LATE = "9999-12-31 00:00:00"
 
 # Timestamps inside the packed fields keep their microseconds (to_json's default is millis).
@@ -130,8 +133,6 @@ def latest_pairs(
         kind = F.lit("L" if side == "left" else "R")
         event_time = F.col("_event_time")
         if table and side == "right":
-            from streamsift.transforms.join import TOMBSTONE
-
             kind = F.when(F.expr(TOMBSTONE), F.lit("T")).otherwise(kind)
             event_time = F.lit(NEVER_LATE).cast("timestamp")
         if chain is not None and chain.left_is_step and side == "left":
