@@ -49,8 +49,10 @@ def test_the_native_api_validates_a_chain_and_names_a_bad_step(served_chain: str
     ok = httpx.post(f"{served_chain}/api/v1/pipelines/validate", json=doc)
     assert ok.status_code == 200, ok.text
     assert " left join chain_products on product_id = id" in ok.json()["summary"]
-    bad = {**doc, "join": [CHAIN["join"][0], products_step("interval", time_window="1h")]}
+    step = products_step("interval", time_window="1h")
+    bad_step = {**step, "left": {**step["left"], "key": "sku"}}
+    bad = {**doc, "join": [CHAIN["join"][0], bad_step]}
     refused = httpx.post(f"{served_chain}/api/v1/pipelines/validate", json=bad)
     assert refused.status_code == 422
     (problem,) = refused.json()["details"]["problems"]
-    assert problem.startswith("join[1].mode: a later step of a chain is latest or table")
+    assert problem.startswith("join[1].left.key: 'sku' is not a field of"), problem
