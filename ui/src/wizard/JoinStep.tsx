@@ -40,7 +40,7 @@ export function JoinStep(props: StepProps) {
       {last && last.right.fields.length > 0 && (
         <div class="buttons">
           <button type="button" onClick={() => update((d) => {
-            // a later step joins rows that are not a stream of their own: latest or table
+            // a new step starts as latest: a later topic is most often looked up (enrichment)
             d.join.more = [...(d.join.more ?? []), emptyStep("latest")];
             d.mapping = [];
           })}>Join with another topic</button>
