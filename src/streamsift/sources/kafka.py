@@ -329,7 +329,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             now = time.monotonic()
             if highs == last["highs"] and now - last["read_at"] < QUIET_REREAD_S:
                 return dict(last["ends"])
-            ends = self._probe_ends(consumer, listed[1])
+            lows = self._offsets_at(consumer, listed[1], EARLIEST)  # the highs are just asked
+            marks = {p: (lows[p], highs[p]) for p in listed[1]}
+            ends = self._probe_ends(consumer, listed[1], marks)
             last.update(highs=highs, ends=ends, read_at=now)
             return ends
 
