@@ -175,3 +175,16 @@ def test_without_the_scenario_the_join_target_says_how_to_measure_it():
     del results["drain"]["dedup-join"]
     target = next(t for t in targets(results) if t["target"].startswith("dedup+join"))
     assert target["met"] is None and "--scenario dedup-join" in target["note"]
+
+
+def test_the_joins_first_micro_batch_is_a_target_of_its_own_and_needs_an_exact_run():
+    run = {"exact": True, "events": 1, "busy_seconds": 1, "wall_seconds": 1}
+    run["first_batch"] = {"rows": 55_914, "seconds": 4.99}
+    slow = next(t for t in targets(_results(run)) if t["target"].endswith("first micro-batch"))
+    assert (slow["measured"], slow["met"], slow["rows"]) == (4.99, False, 55_914)
+    run["first_batch"] = {"rows": 10_000, "seconds": 1.2}
+    fast = next(t for t in targets(_results(run)) if t["target"].endswith("first micro-batch"))
+    assert fast["met"] is True
+    run["exact"] = False
+    failed = next(t for t in targets(_results(run)) if t["target"].endswith("first micro-batch"))
+    assert (failed["measured"], failed["met"]) == (None, None)
