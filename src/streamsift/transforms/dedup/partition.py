@@ -32,8 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 from rocksdict import Rdict
 
+from streamsift.transforms.dedup.columnar import (
+    as_key_array,
+    decide_columns,
+    pack_entries,
+    stored_entries,
+)
 from streamsift.transforms.dedup.shared_state import (
     CACHE_KEY,
     CachedState,
@@ -86,7 +94,7 @@ class PartitionDedup:
 
     def decide(
         self,
-        keys: Sequence[bytes],
+        keys: Sequence[bytes] | pa.Array,
         times_us: Sequence[int],
         offsets: Sequence[int],
         start: int,
@@ -121,7 +129,7 @@ class PartitionDedup:
     def _decide(
         self,
         db: Rdict,
-        keys: Sequence[bytes],
+        keys: Sequence[bytes] | pa.Array,
         times_us: Sequence[int],
         offsets: Sequence[int],
         start: int,
@@ -132,6 +140,16 @@ class PartitionDedup:
         window = self.window_us
         hw_before = _resolve(db.get(_META_KEY), start)
         hw = hw_before[0] if hw_before else None
+        if not self.compare_payload and hashes is None:
+            decision = self._decide_columns(db, keys, times_us, offsets, start, hw_before, writes)
+            if decision is not None:
+                return decision
+        if not isinstance(keys, list):  # the loop wants Python values
+            keys = as_key_array(keys).to_pylist()
+        if isinstance(times_us, np.ndarray):
+            times_us = times_us.tolist()
+        if isinstance(offsets, np.ndarray):
+            offsets = offsets.tolist()
         late_before = hw - window if hw is not None else None
 
         unique = list(dict.fromkeys(keys))
@@ -167,17 +185,58 @@ class PartitionDedup:
                 changes.append((key, _VERSIONED_ENTRY.pack(t, off, h, base[0], base[1], base[2])))
             else:
                 changes.append((key, _ENTRY.pack(t, off, base[0], base[1])))
-        if newest is not None and offsets:
+        self._finish(db, changes, newest, offsets, start, hw_before, writes)
+        return DedupDecision(keep, late)
+
+    def _decide_columns(
+        self,
+        db: Rdict,
+        keys: Sequence[bytes] | pa.Array,
+        times_us: Sequence[int],
+        offsets: Sequence[int],
+        start: int,
+        hw_before: tuple[int, int] | None,
+        writes: list[Write],
+    ) -> DedupDecision | None:
+        """`_decide` on whole columns (columnar.py), keys without payload hashes; None when
+        the record-by-record loop must decide (nothing is read or written then)."""
+        encoded = as_key_array(keys).dictionary_encode()
+        unique = encoded.dictionary.to_pylist()
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        present, entries = stored_entries(db.get(unique) if unique else [])
+        times = np.asarray(times_us, dtype=np.int64)
+        offs = np.asarray(offsets, dtype=np.int64)
+        hw = hw_before[0] if hw_before else None
+        got = decide_columns(codes, times, offs, present, entries, start, hw, self.window_us)
+        if got is None:
+            return None
+        packed = pack_entries(got.entries)
+        changes: list[Write] = [(unique[c], e) for c, e in zip(got.changed, packed, strict=True)]
+        self._finish(db, changes, got.newest, offsets, start, hw_before, writes)
+        return DedupDecision(got.keep.tolist(), got.late.tolist())
+
+    def _finish(
+        self,
+        db: Rdict,
+        changes: list[Write],
+        newest: int | None,
+        offsets: Sequence[int],
+        start: int,
+        hw_before: tuple[int, int] | None,
+        writes: list[Write],
+    ) -> None:
+        """Write the keys' changes and the new high-water mark; clean up now and then."""
+        last = len(offsets) and int(offsets[-1])
+        if newest is not None and len(offsets):
             base_hw = hw_before or (NONE, NONE)
-            changes.append((_META_KEY, _ENTRY.pack(newest, offsets[-1], base_hw[0], base_hw[1])))
+            changes.append((_META_KEY, _ENTRY.pack(newest, last, base_hw[0], base_hw[1])))
         _write(db, changes, writes)
         if (
-            offsets
-            and hw is not None
-            and start // self.cleanup_every != (offsets[-1] + 1) // self.cleanup_every
+            len(offsets)
+            and hw_before is not None
+            and start // self.cleanup_every != (last + 1) // self.cleanup_every
         ):
-            self._cleanup(db, hw - 2 * window, start, writes)
-        return DedupDecision(keep, late)
+            self._cleanup(db, hw_before[0] - 2 * self.window_us, start, writes)
 
     def _cleanup(self, db: Rdict, older_than_us: int, start: int, writes: list[Write]) -> None:
         """Forget keys no non-late record can match any more (kept more than 2 windows ago)."""
