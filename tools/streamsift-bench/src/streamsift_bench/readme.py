@@ -73,7 +73,44 @@ def readme_block(results: dict[str, Any]) -> str:
     ]
     if startup:
         lines += ["", "Start-up: " + ", ".join(startup) + "."]
+    lines += _live_and_join(results)
+    verdicts = results.get("targets", [])
+    missed = [t["target"] for t in verdicts if t.get("met") is False]
+    unsure = [t["target"] for t in verdicts if t.get("met") is None and t.get("measured")]
+    if missed:
+        lines += [
+            "",
+            "Targets missed in this run (causes in docs/benchmarks.md): " + "; ".join(missed) + ".",
+        ]
+    if unsure:
+        lines += ["", "Not counted (unstable pairs): " + "; ".join(unsure) + "."]
     return "\n".join([*lines, END])
+
+
+def _live_and_join(results: dict[str, Any]) -> list[str]:
+    """The live dedup run's sustained rate and p95 latency, and the join's left events/s."""
+    out = []
+    live = (results.get("live") or {}).get("dedup") or {}
+    if live.get("exact") and live.get("sustained_rate"):
+        p95 = {
+            s["rate"]: s["latency"]["p95"]
+            for s in live.get("steps", [])
+            if s.get("phase") == "latency" and "latency" in s
+        }
+        latency = ", ".join(f"{p:.2f} s at {r:,} events/s" for r, p in sorted(p95.items()))
+        out.append(
+            f"- Live dedup: {live['sustained_rate']:,} events/s sustained"
+            + (f"; p95 end-to-end latency {latency}" if latency else "")
+            + "."
+        )
+    join = (results.get("drain") or {}).get("dedup-join") or {}
+    rates = join.get("rates") or {}
+    if join.get("exact") and rates.get("processing_rate"):
+        out.append(
+            f"- Dedup + inner join: {rates['processing_rate']:,.0f} left events/s processing, "
+            f"{rates.get('wall_rate') or 0:,.0f} wall."
+        )
+    return ["", *out] if out else []
 
 
 def replace_block(text: str, block: str) -> str:
