@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -148,8 +149,8 @@ class SourceProcessor:
         errors = result.errors
         self._check_future_skew(event_time, records.timestamps_ms, errors)
 
-        keep = [True] * n
-        late = [False] * n
+        keep = np.ones(n, dtype=bool)
+        late = np.zeros(n, dtype=bool)
         if self.dedup is not None and self.dedup.active:
             part = OffsetRange(records.topic, records.partition, records.start, records.end)
             keep, late = self.dedup.decide(
@@ -157,26 +158,26 @@ class SourceProcessor:
             )
         if self.flag_new_fields:  # after dedup: a re-sent record is still a duplicate
             flag_new_fields(records.values, errors, keep, frozenset(f.path for f in self.fields))
-        tombstone = [False] * n
+        tombstone = np.zeros(n, dtype=bool)
         if self.tombstones:  # their event time is the Kafka timestamp (they have no fields)
-            tombstone = [
-                v is None and k is not None
-                for v, k in zip(records.values, records.keys, strict=True)
-            ]
-            for i in (i for i, t in enumerate(tombstone) if t):
+            tombstone = np.array(
+                [
+                    v is None and k is not None
+                    for v, k in zip(records.values, records.keys, strict=True)
+                ],
+                dtype=bool,
+            )
+            for i in np.flatnonzero(tombstone).tolist():
                 errors[i] = None
-            event_time = pc.if_else(pa.array(tombstone, pa.bool_()), kafka_ts, event_time)
+            event_time = pc.if_else(pa.array(tombstone), kafka_ts, event_time)
+        bad = pa.array(errors, pa.string()).is_valid().to_numpy(zero_copy_only=False)
         # Dead letters carry no event time, so they never move the join's watermark.
-        event_time = pc.if_else(
-            pa.array([e is None for e in errors], pa.bool_()),
-            event_time,
-            pa.scalar(None, pa.timestamp("us", tz="UTC")),
-        )
-
-        drop_raw = [
-            e is None and not self.keep_raw and not t
-            for e, t in zip(errors, tombstone, strict=True)
-        ]
+        if bad.any():
+            event_time = pc.if_else(
+                pa.array(bad), pa.scalar(None, pa.timestamp("us", tz="UTC")), event_time
+            )
+        # The raw message travels with dead letters and tombstones (or every row: keep_raw).
+        with_raw = np.ones(n, dtype=bool) if self.keep_raw else bad | tombstone
         # The metadata columns' values; their types come from the schema (config/rows.py).
         meta = {
             "_topic": [records.topic] * n,
@@ -185,8 +186,8 @@ class SourceProcessor:
             "_kafka_ts": kafka_ts,
             "_event_time": event_time,
             "_late": late,
-            "_key": [None if ok else k for ok, k in zip(drop_raw, records.keys, strict=True)],
-            "_raw": [None if ok else v for ok, v in zip(drop_raw, records.values, strict=True)],
+            "_key": _only_where(records.keys, with_raw),
+            "_raw": _only_where(records.values, with_raw),
             "_error": errors,
         }
         schema = self.schema
@@ -195,8 +196,8 @@ class SourceProcessor:
             for f in schema
         ]
         out = pa.Table.from_arrays(columns, schema=schema)
-        if not all(keep):
-            out = out.filter(pa.array(keep, pa.bool_()))
+        if not keep.all():
+            out = out.filter(pa.array(keep))
         yield from out.to_batches(max_chunksize=OUTPUT_BATCH_ROWS)
 
     def _event_time(self, table: pa.Table, kafka_ts: pa.Array) -> pa.ChunkedArray | pa.Array:
@@ -222,6 +223,18 @@ class SourceProcessor:
         for i, reason in flagged.items():
             if errors[i] is None:
                 errors[i] = reason
+
+
+def _only_where(values: list[bytes | None], where: np.ndarray) -> list[bytes | None] | pa.Array:
+    """`values` where `where` is set, null elsewhere (all null without copying any value)."""
+    if where.all():
+        return values
+    if not where.any():
+        return pa.nulls(len(values), pa.binary())
+    out: list[bytes | None] = [None] * len(values)
+    for i in np.flatnonzero(where).tolist():
+        out[i] = values[i]
+    return out
 
 
 def _arrow_column(values: Any, arrow_type: pa.DataType) -> pa.Array | pa.ChunkedArray:

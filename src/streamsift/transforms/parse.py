@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
@@ -166,13 +167,16 @@ class JsonParser:
 
     def _parse_fast(self, values: Sequence[bytes | None]) -> pa.Table | None:
         # Only objects go to pyarrow: pyarrow 26 crashes (SIGSEGV) on a top-level `null` line.
-        if any(v is None or v.lstrip()[:1] != b"{" for v in values):
+        if None in values:
             return None
         joined = b"\n".join(values)  # type: ignore[arg-type]
-        try:
-            joined.decode("utf-8")  # pyarrow passes invalid UTF-8 through unchecked
-        except UnicodeDecodeError:
+        if not _all_objects(joined, values):  # type: ignore[arg-type]
             return None
+        if not joined.isascii():  # ASCII is UTF-8; else check it (no str made for ASCII)
+            try:
+                joined.decode("utf-8")  # pyarrow passes invalid UTF-8 through unchecked
+            except UnicodeDecodeError:
+                return None
         try:
             nested = pajson.read_json(
                 io.BytesIO(joined),
@@ -217,6 +221,18 @@ class JsonParser:
             except ValueTypeError as exc:
                 return None, f"field '{f.path}': {exc}"
         return out, None
+
+
+def _all_objects(joined: bytes, values: Sequence[bytes]) -> bool:
+    """Whether every payload (joined by newlines in `joined`) starts with `{`, whitespace
+    before it allowed: the first bytes are read in one go, the payloads one by one only when
+    one of them does not start with `{` right away."""
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
+    first = np.frombuffer(joined, dtype=np.uint8)[starts[lengths > 0]]
+    if (lengths > 0).all() and (first == ord("{")).all():
+        return True
+    return all(v.lstrip()[:1] == b"{" for v in values)
 
 
 def decode_object(raw: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -299,9 +315,9 @@ def require_present(
 ) -> None:
     """Flag records where a required field is null or missing, saying which and why."""
     for f, why in required:
-        nulls = result.table.column(f.column).is_null().to_pylist()
-        for i, absent in enumerate(nulls):
-            if absent and result.errors[i] is None:
+        absent = pc.indices_nonzero(result.table.column(f.column).is_null().combine_chunks())
+        for i in absent.to_pylist():
+            if result.errors[i] is None:
                 state, detail = _absence(values[i], f.parts)
                 result.errors[i] = f"field '{f.path}' is {state} (needed as {why}){detail}"
 

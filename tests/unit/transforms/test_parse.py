@@ -235,3 +235,31 @@ def test_a_literal_dotted_key_is_read_like_a_nested_path() -> None:
     assert fast.table.column(0).to_pylist() == [["a"], ["b"], None]
     assert slow.table.column(0).to_pylist() == [["a"], ["b"], None, None]
     assert fast.errors == [None] * 3 and slow.errors[:3] == [None] * 3
+
+
+GOOD = [b'{"id": "a", "ts": 1}', b'  {"id": "b", "ts": 2}', '{"id": "é", "ts": 3}'.encode()]
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        (b"{bad", "malformed JSON"),
+        (b"null", "payload must be a JSON object, got null"),
+        (b"", "empty message"),
+        (None, "empty message"),
+        (b'{"id": "\xff"}', "payload is not UTF-8"),
+        (b'{"id": 5, "ts": 4}', "field 'id': expected string, got number"),
+    ],
+)
+def test_one_bad_record_in_a_batch_fails_only_itself(bad, error):
+    """A batch the batch-at-once reader refuses is parsed record by record: the good records
+    get the same rows as in a batch of their own, the bad one its reason."""
+    parser = JsonParser([KEY, TIME])
+    alone = parser.parse(GOOD)
+    assert alone.errors == [None] * 3  # leading whitespace and non-ASCII stay on the fast path
+    mixed = parser.parse([GOOD[0], bad, *GOOD[1:]])
+    assert mixed.errors[0] is None and mixed.errors[2:] == [None, None]
+    assert mixed.errors[1] is not None and mixed.errors[1].startswith(error)
+    rows = mixed.table.to_pylist()
+    assert [rows[0], *rows[2:]] == alone.table.to_pylist()
+    assert rows[1] == {"id": None, "ts": None}

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 MODES = ("first", "last", "exact")
 
@@ -39,11 +40,19 @@ def record_keys(
     key_columns: Sequence[str],
     payloads: Sequence[bytes | None],
     rows: Sequence[int],
-) -> tuple[list[bytes], list[bytes] | None]:
+) -> tuple[list[bytes] | pa.Array, list[bytes] | None]:
     """The keys of `rows` (indices into `table` and `payloads`) under `mode`, and their payload
-    hashes where the mode compares payloads (`last`; else None)."""
+    hashes where the mode compares payloads (`last`; else None). Mode `first` on one string
+    column gives its keys as an Arrow binary array (`encode_key`'s bytes, made in C)."""
     if mode == "exact":
         return [payload_hash(payloads[i]) for i in rows], None  # type: ignore[arg-type]
+    if mode == "first" and len(key_columns) == 1:
+        column = table.column(key_columns[0])
+        if pa.types.is_string(column.type):
+            if len(rows) != len(column):
+                column = column.take(pa.array(rows, pa.int64()))
+            binary = pc.fill_null(column.cast(pa.binary()), pa.scalar(b"\x00", pa.binary()))
+            return binary.combine_chunks(), None
     key_cols = [table.column(c).to_pylist() for c in key_columns]
     keys = [encode_key([col[i] for col in key_cols]) for i in rows]
     if mode == "first":

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -80,11 +81,13 @@ class DedupRule:
         table: pa.Table,
         event_time: pa.Array | pa.ChunkedArray,
         errors: Sequence[str | None],
-    ) -> tuple[list[bool], list[bool]]:
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(keep, late) per record of the range; records with an error are kept, not late."""
         assert self.state_dir is not None
-        rows = [i for i, e in enumerate(errors) if e is None]
-        times = pc.cast(event_time, pa.int64()).to_pylist()
+        n = len(errors)
+        ok = pa.array(errors, pa.string()).is_null().to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(ok)
+        times = pc.fill_null(pc.cast(event_time, pa.int64()), 0).to_numpy()
         keys, hashes = record_keys(self.mode, table, [f.column for f in self.keys], payloads, rows)
         where = partition_subpath(Path(self.state_dir).name, part.topic, part.partition)
         shared: SharedPartitionState | None = None
@@ -97,15 +100,14 @@ class DedupRule:
             path, self.window_us, compare_payload=self.mode == "last", shared=shared
         ).decide(
             keys,
-            [times[i] for i in rows],
-            [offsets[i] for i in rows],
+            times[rows],
+            np.asarray(offsets, dtype=np.int64)[rows],
             part.start,
             hashes,
             end=part.end,
         )
-        keep = [True] * len(errors)
-        late = [False] * len(errors)
-        for j, i in enumerate(rows):
-            keep[i] = decision.keep[j]
-            late[i] = decision.late[j]
+        keep = np.ones(n, dtype=bool)
+        late = np.zeros(n, dtype=bool)
+        keep[rows] = decision.keep
+        late[rows] = decision.late
         return keep, late
