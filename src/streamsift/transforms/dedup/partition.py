@@ -27,8 +27,9 @@ three, and the table's ReplacingMergeTree keeps the last).
 
 from __future__ import annotations
 
+import itertools
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,15 +108,16 @@ class PartitionDedup:
         """
         if self.compare_payload and hashes is None:
             raise ValueError("payload hashes are needed to compare payloads")
-        writes: list[Write] = []
+        writes: list[Write] | None = None  # what a shared state's changelog needs
         if self.shared is not None:
+            writes = []
             if end is None:
                 raise ValueError("the range's end is needed with a shared state")
             cached = CachedState(self.shared, self.path)
             db = cached.open(start, end)
             try:
                 decision = self._decide(db, keys, times_us, offsets, start, hashes, writes)
-                cached.commit(db, start, end, writes)
+                cached.commit(db, start, end, writes or [])
                 return decision
             finally:
                 db.close()
@@ -134,7 +136,7 @@ class PartitionDedup:
         offsets: Sequence[int],
         start: int,
         hashes: Sequence[bytes] | None,
-        writes: list[Write],
+        writes: list[Write] | None,
     ) -> DedupDecision:
         """Decide, and apply the state's changes, also appended to `writes`."""
         window = self.window_us
@@ -196,7 +198,7 @@ class PartitionDedup:
         offsets: Sequence[int],
         start: int,
         hw_before: tuple[int, int] | None,
-        writes: list[Write],
+        writes: list[Write] | None,
     ) -> DedupDecision | None:
         """`_decide` on whole columns (columnar.py), keys without payload hashes; None when
         the record-by-record loop must decide (nothing is read or written then)."""
@@ -210,26 +212,27 @@ class PartitionDedup:
         got = decide_columns(codes, times, offs, present, entries, start, hw, self.window_us)
         if got is None:
             return None
-        packed = pack_entries(got.entries)
-        changes: list[Write] = [(unique[c], e) for c, e in zip(got.changed, packed, strict=True)]
+        # An iterator, not a list of pairs: a list of tuples this long wakes the cyclic GC.
+        changes = zip(map(unique.__getitem__, got.changed), pack_entries(got.entries), strict=True)
         self._finish(db, changes, got.newest, offsets, start, hw_before, writes)
         return DedupDecision(got.keep.tolist(), got.late.tolist())
 
     def _finish(
         self,
         db: Rdict,
-        changes: list[Write],
+        changes: Iterable[Write],
         newest: int | None,
         offsets: Sequence[int],
         start: int,
         hw_before: tuple[int, int] | None,
-        writes: list[Write],
+        writes: list[Write] | None,
     ) -> None:
         """Write the keys' changes and the new high-water mark; clean up now and then."""
         last = len(offsets) and int(offsets[-1])
         if newest is not None and len(offsets):
             base_hw = hw_before or (NONE, NONE)
-            changes.append((_META_KEY, _ENTRY.pack(newest, last, base_hw[0], base_hw[1])))
+            meta = (_META_KEY, _ENTRY.pack(newest, last, base_hw[0], base_hw[1]))
+            changes = itertools.chain(changes, [meta])
         _write(db, changes, writes)
         if (
             len(offsets)
@@ -238,7 +241,9 @@ class PartitionDedup:
         ):
             self._cleanup(db, hw_before[0] - 2 * self.window_us, start, writes)
 
-    def _cleanup(self, db: Rdict, older_than_us: int, start: int, writes: list[Write]) -> None:
+    def _cleanup(
+        self, db: Rdict, older_than_us: int, start: int, writes: list[Write] | None
+    ) -> None:
         """Forget keys no non-late record can match any more (kept more than 2 windows ago)."""
         entry = _VERSIONED_ENTRY if self.compare_payload else _ENTRY
         doomed: list[Write] = []
@@ -251,10 +256,13 @@ class PartitionDedup:
         _write(db, doomed, writes)
 
 
-def _write(db: Rdict, changes: list[Write], writes: list[Write]) -> None:
-    """Apply puts (and deletes: value None) in one batch, and remember them in `writes`."""
+def _write(db: Rdict, changes: Iterable[Write], writes: list[Write] | None) -> None:
+    """Apply puts (and deletes: value None) in one batch, and remember them in `writes`
+    (None: nobody needs them)."""
+    if writes is not None:
+        changes = list(changes)
+        writes.extend(changes)
     apply_writes(db, changes)
-    writes.extend(changes)
 
 
 def _resolve_plain(value: bytes | None, start: int) -> Ref | None:
