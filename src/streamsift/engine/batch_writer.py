@@ -90,8 +90,14 @@ class BatchWriter:
         )
         # Rows with a value their column cannot take (shape_columns) are left out, in a
         # deterministic way, so a re-run cuts the same chunks; `kept` maps back to `good`.
-        kept = pa.array([i for i in range(len(good)) if i not in shaped.errors], pa.int64())
-        out = shaped.table.take(kept) if shaped.errors else shaped.table
+        if shaped.errors:
+            fits = np.ones(len(good), dtype=bool)
+            fits[list(shaped.errors)] = False
+            kept = pa.array(np.flatnonzero(fits), pa.int64())
+            out = shaped.table.take(kept)
+        else:
+            kept = None  # every row of `good`
+            out = shaped.table
         prefix = f"{query_id}:{batch_id}:{part}"
         refused: list[int] = sorted(shaped.errors)
         reasons: dict[int, str] = dict(shaped.errors)
@@ -103,7 +109,7 @@ class BatchWriter:
                 sink.table, out.slice(start, size), f"{prefix}:rows:{i}"
             )
             for f in failures:
-                at = kept[start + f.index].as_py()
+                at = start + f.index if kept is None else kept[start + f.index].as_py()
                 refused.append(at)
                 reasons[at] = row_error(f.code, f.message, secrets)
             self._fault_point()
