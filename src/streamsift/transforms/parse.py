@@ -1,9 +1,10 @@
 """JSON payloads to typed Arrow columns, per the pipeline's schema.
 
 A batch is first parsed in one go by pyarrow's JSON reader (fast); if that fails anywhere
-(a malformed line, a type mismatch, a payload it cannot see as one line), the batch is parsed
-record by record in Python, which is also the reference for what each type accepts and
-which error message a bad record gets. Bad records are flagged, never dropped.
+(a malformed line, a type mismatch, a payload it cannot see as one line), its halves are tried
+again and what the reader still refuses is parsed record by record in Python, which is also
+the reference for what each type accepts and which error message a bad record gets. Bad
+records are flagged, never dropped.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ ARROW_TYPES: dict[FieldType, pa.DataType] = {
 }
 # Field types the batch-at-once pyarrow path handles; other schemas parse record by record.
 _FAST_TYPES = SCALAR_TYPES | {FieldType.ARRAY}
+# A refused batch this small is parsed record by record rather than split again.
+SPLIT_MIN = 128
 
 
 class ValueTypeError(ValueError):
@@ -163,7 +166,28 @@ class JsonParser:
             table = self._parse_fast(values)
             if table is not None:
                 return ParseResult(table, [None] * len(values))
+            return self._parse_refused(values)
         return self._parse_slow(values)
+
+    def _parse_refused(self, values: Sequence[bytes | None]) -> ParseResult:
+        """A batch the reader refused: its halves are tried again, so that a few bad records
+        send only the small parts around them record by record; when both halves are
+        refused (bad records all over, or payloads the reader never takes) the batch is
+        parsed record by record as a whole."""
+        if len(values) <= SPLIT_MIN:
+            return self._parse_slow(values)
+        mid = len(values) // 2
+        halves = (values[:mid], values[mid:])
+        tables = [self._parse_fast(h) for h in halves]
+        if tables[0] is None and tables[1] is None:
+            return self._parse_slow(values)
+        parts = [
+            ParseResult(t, [None] * len(h)) if t is not None else self._parse_refused(h)
+            for t, h in zip(tables, halves, strict=True)
+        ]
+        return ParseResult(
+            pa.concat_tables([p.table for p in parts]), parts[0].errors + parts[1].errors
+        )
 
     def _parse_fast(self, values: Sequence[bytes | None]) -> pa.Table | None:
         # Only objects go to pyarrow: pyarrow 26 crashes (SIGSEGV) on a top-level `null` line.

@@ -263,3 +263,28 @@ def test_one_bad_record_in_a_batch_fails_only_itself(bad, error):
     rows = mixed.table.to_pylist()
     assert [rows[0], *rows[2:]] == alone.table.to_pylist()
     assert rows[1] == {"id": None, "ts": None}
+
+
+@pytest.mark.parametrize(
+    "bad_at",
+    [[0], [700], [999], [3, 998], list(range(0, 1000, 50))],  # the last: bad all over
+)
+def test_a_large_batch_with_bad_records_parses_as_record_by_record(bad_at):
+    """A refused batch is split: the good parts parse in one go, and the result is the
+    record-by-record reference's, row for row and reason for reason."""
+    values = [f'{{"id": "k{i}", "ts": {i}}}'.encode() for i in range(1000)]
+    for i in bad_at:
+        values[i] = [b"{bad", None, b'{"id": 5}', b"[]"][i % 4]
+    parser = JsonParser([KEY, TIME])
+    got = parser.parse(values)
+    reference = parser._parse_slow(values)
+    assert got.errors == reference.errors
+    assert got.table.to_pylist() == reference.table.to_pylist()
+    assert [i for i, e in enumerate(got.errors) if e] == bad_at
+
+
+def test_payloads_spread_over_lines_still_parse():
+    values = [f'{{"id": "k{i}",\n "ts": {i}}}'.encode() for i in range(600)]
+    got = JsonParser([KEY, TIME]).parse(values)
+    assert got.errors == [None] * 600
+    assert got.table.column("ts").to_pylist() == list(range(600))
