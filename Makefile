@@ -59,4 +59,5 @@ lint: setup
 	$(VENV)/bin/ruff format --check src tests tools
 
 clean:
-	rm -rf $(VENV) .streamsift .pytest_cache .ruff_cache ui/node_modules src/streamsift/ui/static
+	rm -rf $(VENV) .streamsift .pytest_cache .ruff_cache ui/node_modules ui/openapi-types/node_modules \
+		src/streamsift/ui/static
