@@ -4,7 +4,9 @@ A dedup pipeline with a filter reads messages of which some are re-sends (droppe
 some fail the filter (dropped, counted as filtered) and some make the filter NULL (dead
 letters, not filtered). Its figures are checked per run (the CLI's stats) and over its life
 (the ledger's totals, which the service's status and /metrics show), after a run caught up, a
-live run stopped by a stop request, and a resume.
+live run stopped by a stop request, and a resume; then in the service, in its pipeline host
+with driver inserts and in a process of its own with executor inserts, across a stop and
+resume.
 """
 
 from __future__ import annotations
@@ -19,8 +21,13 @@ import pytest
 
 from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner, RunResult
-from streamsift.service.metrics import PipelineReport, pipeline_families
+from streamsift.service.core import PipelineService
+from streamsift.service.lifecycle import State
+from streamsift.service.metrics import PipelineReport, ServiceCollector, pipeline_families
+from support.clickhouse import count
 from support.pipeline_docs import fields, mapping, pipeline_doc
+from support.service_pipeline import START_TIMEOUT_S, running_service
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -71,13 +78,35 @@ def expected(*parts: Part) -> dict[str, int]:
     }
 
 
+def filtered_metrics(metrics: Any) -> dict[str, float]:
+    """`streamsift_rows_filtered_total` by pipeline, from /metrics' families."""
+    (family,) = [f for f in metrics if f.name.endswith("rows_filtered")]
+    return {s.labels["pipeline"]: s.value for s in family.samples if s.name.endswith("_total")}
+
+
 def filtered_metric(runner: PipelineRunner) -> float:
     """`streamsift_rows_filtered_total` as /metrics shows it from the run's report (the shape
     of a service worker's status.json)."""
     report = PipelineReport(runner.pipeline.name, "running", runner.report())
-    (family,) = [f for f in pipeline_families([report]) if f.name.endswith("rows_filtered")]
-    (sample,) = [s for s in family.samples if s.name.endswith("_total")]
-    return sample.value
+    return filtered_metrics(pipeline_families([report]))[runner.pipeline.name]
+
+
+def filter_doc(
+    topic: str, bootstrap_servers: str, clickhouse: dict[str, Any], **more: Any
+) -> dict[str, Any]:
+    """The dedup pipeline with a filter, from `topic` into the table of that name."""
+    return pipeline_doc(
+        topic=topic,
+        fields=fields(("id", "string"), ("n", "int"), ("ts", "timestamp")),
+        event_time="ts",
+        dedup={"key": "id", "time_window": "1h"},
+        filter=FILTER,
+        bootstrap_servers=bootstrap_servers,
+        clickhouse=clickhouse,
+        sink={"create_table": True, "order_by": ["id"]},
+        mapping=mapping(("id", "id", "String"), ("n", "n", "Int64")),
+        **more,
+    )
 
 
 def test_filtered_counts_each_dropped_record_once_over_runs_stop_and_resume(
@@ -85,16 +114,10 @@ def test_filtered_counts_each_dropped_record_once_over_runs_stop_and_resume(
 ):
     broker.create_topic(unique_name, 2)
     pipeline = parse_pipeline(
-        pipeline_doc(
-            topic=unique_name,
-            fields=fields(("id", "string"), ("n", "int"), ("ts", "timestamp")),
-            event_time="ts",
-            dedup={"key": "id", "time_window": "1h"},
-            filter=FILTER,
-            bootstrap_servers=broker.bootstrap_servers,
-            clickhouse={"path": str(chdb_path)},
-            sink={"create_table": True, "order_by": ["id"]},
-            mapping=mapping(("id", "id", "String"), ("n", "n", "Int64")),
+        filter_doc(
+            unique_name,
+            broker.bootstrap_servers,
+            {"path": str(chdb_path)},
             checkpoint_dir=tmp_path / "ck",
             runtime={"max_rows_per_batch": 90},  # several micro-batches per run
         )
@@ -143,6 +166,63 @@ def test_filtered_counts_each_dropped_record_once_over_runs_stop_and_resume(
     (written,) = runner.writer.query_rows(f"SELECT count() FROM {unique_name}")[0]
     (dlq,) = runner.writer.query_rows(f"SELECT count() FROM {pipeline.dlq_table}")[0]
     assert (written, dlq) == (totals["written"], totals["dlq"])
-    assert totals["read"] == totals["written"] + totals["dlq"] + totals["duplicates"] + (
-        totals["filtered"]
+    assert (
+        totals["read"]
+        == totals["written"] + totals["dlq"] + totals["duplicates"] + (totals["filtered"])
     )
+
+
+def test_the_service_counts_filtered_once_in_its_host_and_in_a_process_of_its_own(
+    broker, clickhouse, tmp_path, produce_messages
+):
+    """Two pipelines: in the pipeline host into the embedded ClickHouse (driver inserts), in
+    a worker process into a server (executor inserts); status and /metrics after a stop and
+    a resume."""
+    data_dir = tmp_path / "data"
+    chdb = data_dir / "clickhouse"
+    docs = {
+        "filtered-host": filter_doc("filtered_host", broker.bootstrap_servers, {"path": str(chdb)}),
+        "filtered-process": filter_doc(
+            "filtered_process",
+            broker.bootstrap_servers,
+            {"host": "127.0.0.1", "port": clickhouse},
+            runtime={"isolation": "process"},
+        ),
+    }
+    first, second = part(0, 150), part(150, 120)
+    with running_service(data_dir) as service:
+        for doc in docs.values():
+            broker.create_topic(doc["source"]["topic"], 2)
+            produce_messages(doc["source"]["topic"], first.messages)
+            service.create(doc)
+        for name in docs:
+            counted(service, name, expected(first))
+        for name in docs:
+            service.stop(name)
+        for name in docs:
+            wait_for(lambda n=name: service.get(n).state is State.STOPPED, START_TIMEOUT_S)
+            assert figures(vars(service.status(name))) == expected(first)
+            produce_messages(docs[name]["source"]["topic"], second.messages)
+            service.resume(name)
+        for name in docs:
+            counted(service, name, expected(first, second))
+        metrics = filtered_metrics(ServiceCollector(service).collect())
+        assert metrics == dict.fromkeys(docs, first.filtered + second.filtered)
+        host, port = service.endpoints.address(chdb)
+        assert count(port, "filtered_host", host=host) == first.written + second.written
+    assert count(clickhouse, "filtered_process") == first.written + second.written
+
+
+def counted(service: PipelineService, name: str, want: dict[str, int]) -> None:
+    """Wait until the pipeline's status counts all of `want`'s reads, then check each figure
+    (once Spark has reported the last batch: till then its filtered rows are not known)."""
+    wait_for(
+        lambda: (
+            service.get(name).state is State.RUNNING and service.status(name).read >= want["read"]
+        ),
+        START_TIMEOUT_S,
+        what=f"{name} to read {want['read']}",
+    )
+    wait_for(lambda: figures(vars(service.status(name))) == want, 30, what=f"{name}: {want}")
+    time.sleep(3)  # a figure counted twice would show by now
+    assert figures(vars(service.status(name))) == want, name
