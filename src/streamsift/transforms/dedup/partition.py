@@ -59,6 +59,9 @@ _META_KEY = b"\x00meta"
 NONE = -1
 _NO_HASH = b"\x00" * 16
 Ref = tuple[int, int, bytes]  # event time (us), offset, payload hash
+# A range's records: keys, event times (us), offsets, and the range's start offset.
+_Records = tuple[Sequence[bytes] | pa.Array, Sequence[int], Sequence[int], int]
+_Writes = list[Write] | None  # the changes, kept for a shared state's changelog
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,8 @@ class PartitionDedup:
         hw_before = _resolve(db.get(_META_KEY), start)
         hw = hw_before[0] if hw_before else None
         if not self.compare_payload and hashes is None:
-            decision = self._decide_columns(db, keys, times_us, offsets, start, hw_before, writes)
+            records = (keys, times_us, offsets, start)
+            decision = self._decide_columns(db, records, hw_before, writes)
             if decision is not None:
                 return decision
         if not isinstance(keys, list):  # the loop wants Python values
@@ -191,17 +195,11 @@ class PartitionDedup:
         return DedupDecision(keep, late)
 
     def _decide_columns(
-        self,
-        db: Rdict,
-        keys: Sequence[bytes] | pa.Array,
-        times_us: Sequence[int],
-        offsets: Sequence[int],
-        start: int,
-        hw_before: tuple[int, int] | None,
-        writes: list[Write] | None,
+        self, db: Rdict, records: _Records, hw_before: tuple[int, int] | None, writes: _Writes
     ) -> DedupDecision | None:
         """`_decide` on whole columns (columnar.py), keys without payload hashes; None when
         the record-by-record loop must decide (nothing is read or written then)."""
+        keys, times_us, offsets, start = records
         encoded = as_key_array(keys).dictionary_encode()
         unique = encoded.dictionary.to_pylist()
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -258,11 +256,12 @@ class PartitionDedup:
 
 def _write(db: Rdict, changes: Iterable[Write], writes: list[Write] | None) -> None:
     """Apply puts (and deletes: value None) in one batch, and remember them in `writes`
-    (None: nobody needs them)."""
+    for a shared state's changelog; None: a local state, written without RocksDB's log
+    (shared_state.apply_writes: `decide` closes it before the range's rows leave)."""
     if writes is not None:
         changes = list(changes)
         writes.extend(changes)
-    apply_writes(db, changes)
+    apply_writes(db, changes, wal=writes is not None)
 
 
 def _resolve_plain(value: bytes | None, start: int) -> Ref | None:

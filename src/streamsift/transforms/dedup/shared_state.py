@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
 CACHE_KEY = b"\x00cache"  # local only: (applied end, ranges since the last snapshot)
 _CACHE = struct.Struct("<qq")
@@ -45,6 +45,8 @@ _LOG = re.compile(r"^log-(\d{20})-(\d{20})\.arrow$")
 _SNAP = re.compile(r"^snap-(\d{20})\.arrow$")
 
 Write = tuple[bytes, bytes | None]  # a put, or a delete when the value is None
+_NO_WAL = WriteOptions()
+_NO_WAL.disable_wal = True
 
 
 @functools.lru_cache(maxsize=16)
@@ -195,12 +197,21 @@ def open_db(path: Path) -> Rdict:
     return Rdict(str(path), opts)
 
 
-def apply_writes(db: Rdict, writes: Iterable[Write]) -> None:
-    """Apply puts (and deletes: value None) in one RocksDB write batch."""
+def apply_writes(db: Rdict, writes: Iterable[Write], wal: bool = True) -> None:
+    """Apply puts (and deletes: value None) in one RocksDB write batch.
+
+    `wal=False` skips RocksDB's write-ahead log: the batch is durable only once the database
+    is closed (closing flushes it). Right for a local state, which is closed before the
+    range's rows leave the task: a crash before that loses the batch and the range's replay
+    decides from the state as it was, as it would anyway. Not for a cache whose marker,
+    written with the log, must never survive the writes it vouches for."""
     batch = WriteBatch(raw_mode=True)
     for key, value in writes:
         if value is None:
             batch.delete(key)
         else:
             batch.put(key, value)
-    db.write(batch)
+    if wal:
+        db.write(batch)
+    else:
+        db.write(batch, _NO_WAL)
