@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from streamsift.config import parse_pipeline
+from streamsift.engine import runner as runner_module
+from streamsift.engine.progress_feed import ProgressFeed
 from streamsift.engine.runner import PipelineRunner, RunResult
 from streamsift.service.core import PipelineService
 from streamsift.service.lifecycle import State
@@ -170,6 +172,39 @@ def test_filtered_counts_each_dropped_record_once_over_runs_stop_and_resume(
         totals["read"]
         == totals["written"] + totals["dlq"] + totals["duplicates"] + (totals["filtered"])
     )
+
+
+def test_a_run_whose_end_the_listener_bus_is_late_to_tell_counts_its_batches_once(
+    broker, chdb_path, tmp_path, unique_name, produce_messages, monkeypatch
+):
+    """When the bus has not told a run's end in time (a loaded host), the run reads the
+    query's recent reports itself, which restate the batches it already counted."""
+    monkeypatch.setattr(ProgressFeed, "ended", lambda self, run_id: None)  # the bus is late
+    monkeypatch.setattr(runner_module, "ACTIVE_CHECK_S", 1.0)  # the run sees its query end
+    monkeypatch.setattr(runner_module, "PROGRESS_DRAIN_S", 1.0)
+    broker.create_topic(unique_name, 2)
+    pipeline = parse_pipeline(
+        filter_doc(
+            unique_name,
+            broker.bootstrap_servers,
+            {"path": str(chdb_path)},
+            checkpoint_dir=tmp_path / "ck",
+            runtime={"max_rows_per_batch": 90},
+        )
+    )
+    first, second = part(0, 150), part(150, 120)
+    produce_messages(unique_name, first.messages)
+    runner = PipelineRunner(pipeline, base_dir=tmp_path)
+    result = runner.run(until_caught_up=True)
+    assert figures(result.stats) == expected(first)
+    assert figures(runner.report()["totals"]) == expected(first)
+
+    produce_messages(unique_name, second.messages)
+    runner = PipelineRunner(pipeline, base_dir=tmp_path)
+    result = runner.run(until_caught_up=True)
+    assert figures(result.stats) == expected(second)
+    assert figures(runner.report()["totals"]) == expected(first, second)
+    assert filtered_metric(runner) == first.filtered + second.filtered
 
 
 def test_the_service_counts_filtered_once_in_its_host_and_in_a_process_of_its_own(

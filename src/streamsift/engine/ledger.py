@@ -14,7 +14,9 @@ and equal what its tables hold. So each micro-batch's counts are recorded by bat
 
 A batch redone after a crash has the same id and the same rows, so its new entries replace the
 old ones: nothing counts twice, and a batch whose rows reached ClickHouse has its sink part
-recorded before Spark can forget it. Opening folds the entries of committed batches into one
+recorded before Spark can forget it. A report of a batch already folded (a run that read its
+query's recent reports itself, when the listener bus was late to tell its end, gets every
+batch's report again) is left out. Opening folds the entries of committed batches into one
 `total` line, so the file stays small. When a run ends between a batch's commit and its
 report, the rows its sources emitted are taken to be the rows the sink was given (exact
 unless a filter or a join dropped rows in that batch).
@@ -60,6 +62,7 @@ class Ledger:
         self.dlq_by_class: dict[str, int] = {}
         self.first_at: str | None = None  # when the pipeline first counted anything
         self._open: dict[int, dict[str, Any]] = {}  # batch id -> {"sink":..., "report":...}
+        self._final_through: int | None = None  # the last batch folded: final, not counted again
         self._appended = 0
         self._lock = threading.Lock()
 
@@ -81,6 +84,7 @@ class Ledger:
             done = [b for b in self._open if committed is not None and b <= committed]
             for batch in sorted(done):
                 self._fold(self._open.pop(batch))
+            self._final_through = committed
             self._rewrite()
         return self
 
@@ -118,6 +122,8 @@ class Ledger:
         self._record(int(batch), "report", part)
 
     def _record(self, batch: int, part: str, counts: dict[str, Any]) -> None:
+        if part == "report" and self._is_final(batch):
+            return  # a batch's report told again: it counted when it was folded
         if not any(v for k, v in counts.items() if k != "dlq_by_class") and not self._has(batch):
             return  # an empty micro-batch (no data, or a no-data batch): nothing to keep
         at = datetime.now(timezone.utc).isoformat()
@@ -130,12 +136,19 @@ class Ledger:
             if part == "report":  # committed: this batch, and those before, are final
                 for done in sorted(b for b in self._open if b <= batch):
                     self._fold(self._open.pop(done))
+                self._final_through = max(batch, self._final_through or batch)
             entry = {"batch": batch, "part": part, "counts": counts, "at": at}
             self._append(entry)
 
     def _has(self, batch: int) -> bool:
         with self._lock:
             return batch in self._open
+
+    def _is_final(self, batch: int) -> bool:
+        """Folded already (Spark commits batches in order and never redoes a committed one)."""
+        with self._lock:
+            final = self._final_through
+            return final is not None and batch <= final and batch not in self._open
 
     # ------------------------------------------------------------------ totals
 

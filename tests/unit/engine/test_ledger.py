@@ -127,3 +127,26 @@ def test_on_the_pass_through_the_sources_rows_are_the_sinks(tmp_path: Path) -> N
     ledger.record_sink(0, 40, sink(30))
     ledger.record_report(report(0, 1, 0, 40))  # Spark counts one row: one Arrow chunk
     assert (ledger.totals()["duplicates"], ledger.totals()["written"]) == (10, 30)
+
+
+def test_reports_told_again_count_once(tmp_path: Path) -> None:
+    """A run that reads its query's recent reports itself (the listener bus was late to tell
+    its end) gets every batch's report again; the next run's first report may restate the
+    last batch of the one before."""
+    ledger = Ledger(tmp_path, single_source=True, counts_filtered=True).open(None)
+    ledger.record_sink(0, 100, sink(60, 5))
+    ledger.record_report(report(0, 90, 0, 100))  # 10 duplicates, 25 filtered
+    ledger.record_sink(1, 50, sink(30))
+    ledger.record_report(report(1, 45, 100, 150))  # 5 duplicates, 15 filtered
+    once = ledger.totals()
+    for batch in (0, 1):  # query.recentProgress, read after the run ended
+        ledger.record_report(report(batch, 90 if batch == 0 else 45, 100 * batch, 100 + 50 * batch))
+    assert ledger.totals() == once
+    assert (once["filtered"], once["duplicates"], once["read"], once["batches"]) == (40, 15, 150, 2)
+
+    resumed = Ledger(tmp_path, single_source=True, counts_filtered=True).open(committed=1)
+    resumed.record_report(report(1, 45, 100, 150))
+    resumed.record_sink(2, 20, sink(20))
+    resumed.record_report(report(2, 20, 150, 170))
+    totals = resumed.totals()
+    assert (totals["filtered"], totals["read"], totals["written"]) == (40, 170, 110)
