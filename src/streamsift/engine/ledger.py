@@ -136,7 +136,8 @@ class Ledger:
             if part == "report":  # committed: this batch, and those before, are final
                 for done in sorted(b for b in self._open if b <= batch):
                     self._fold(self._open.pop(done))
-                self._final_through = max(batch, self._final_through or batch)
+                final = self._final_through
+                self._final_through = batch if final is None else max(final, batch)
             entry = {"batch": batch, "part": part, "counts": counts, "at": at}
             self._append(entry)
 

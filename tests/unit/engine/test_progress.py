@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from streamsift.engine.progress import RunStats
+from streamsift.engine.progress import RunStats, SinkCounts
 
 
 def progress(batch: int, start: dict | None, end: dict, rows: int) -> dict:
@@ -54,3 +54,13 @@ def test_the_first_rows_are_stamped_when_the_sink_wrote_them() -> None:
     assert stamped is not None and before <= stamped <= time.time()
     stats.add_written(10, 0, 0, batch=2)
     assert stats.first_rows_at == stamped == stats.as_dict()["first_rows_at"]
+
+
+def test_filtered_rows_count_once_when_reports_are_told_again() -> None:
+    stats = RunStats(counts_filtered=True)
+    for batch, (start, end, rows_in, given) in enumerate([(0, 100, 90, 65), (100, 150, 45, 30)]):
+        stats.add_counts(SinkCounts(given, 0, 0, rows=given), batch)
+        stats.ingest(progress(batch, {"t/0": start}, {"t/0": end}, rows_in))
+    stats.ingest(progress(0, {"t/0": 0}, {"t/0": 100}, 90))  # query.recentProgress, read again
+    stats.ingest(progress(1, {"t/0": 100}, {"t/0": 150}, 45))
+    assert (stats.filtered, stats.duplicates, stats.read, stats.written) == (40, 15, 150, 95)
