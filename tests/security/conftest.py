@@ -1,6 +1,10 @@
 """A real `streamsift serve` on a loopback port for the security tests (support.servers.Serve):
 a subprocess with its own data dir, no OTLP receiver, the flags a test asks for, and its
-stderr kept."""
+stderr kept.
+
+These tests judge requests, not runs: the servers start no pipeline host (`--isolation
+process`; the few pipelines created run in a worker of their own and are ended at once), and
+their connection probes wait `PROBE_TIMEOUT_S` for a peer that does not answer as it should."""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ import pytest
 from support.servers import Serve
 
 TOKEN = "security-test-token"
+# A peer that never answers as Kafka or ClickHouse costs each probe this long (default 10 s).
+PROBE_TIMEOUT_S = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +30,8 @@ def serve_factory(
     def start(*args: str, env: dict[str, str] | None = None, wait_ready: bool = True) -> Serve:
         data_dir = tmp_path_factory.mktemp("serve") / "data"
         log = data_dir.parent / f"{data_dir.name}-serve.log"
-        server = Serve(data_dir, log, ["--no-otlp", *args], env)
+        quick = ["--no-otlp", "--isolation", "process", "--probe-timeout", str(PROBE_TIMEOUT_S)]
+        server = Serve(data_dir, log, [*quick, *args], env)
         server.start(wait_ready, may_refuse=True, ready_timeout=60)
         started.append(server)
         return server

@@ -15,7 +15,6 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -404,14 +403,4 @@ def test_glassflow_sdk_through_a_proxy_that_adds_the_token(
 
 def test_python_m_serve_help_names_the_flags() -> None:
     shown = streamsift("serve", "--help", timeout=60).stdout
-    assert "--no-token" in shown and "--allowed-host" in shown
-
-
-def test_an_allowed_host_that_is_no_host_name_is_refused_at_start(tmp_path: Path) -> None:
-    for bad in ("http://proxy.example/", "evil/x", "a..b"):
-        ended = streamsift(
-            *["serve", "--port", "0", "--data-dir", str(tmp_path / "data"), "--no-otlp"],
-            *["--allowed-host", bad],
-            timeout=60,
-        )
-        assert ended.returncode == 2 and "--allowed-host" in ended.stderr, ended.stderr
+    assert "--no-token" in shown and "--allowed-host" in shown and "--probe-timeout" in shown

@@ -25,7 +25,7 @@ class ServiceSettings(BaseModel):
     token: SecretStr | None = None
     # Request bodies above this are refused (413): the limit of a pipeline document.
     max_body_bytes: int = Field(default=MAX_DOCUMENT_BYTES, gt=0)
-    # How long a connection probe (Kafka, ClickHouse) waits for an answer.
+    # How long a connection probe (Kafka, ClickHouse) waits for an answer (`--probe-timeout`).
     probe_timeout_s: float = Field(default=10.0, gt=0)
     # The OTLP receiver of the service's OTLP pipelines (on `host`): None turns a transport
     # off, 0 picks a free port. `streamsift serve` passes 4318 and 4317, OTLP's own ports;

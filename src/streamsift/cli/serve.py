@@ -124,6 +124,14 @@ def register(subparsers: Any) -> None:
         "runtime.retry.max_attempts (default: keep retrying, with capped back-off)",
     )
     p.add_argument(
+        "--probe-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a connection probe, sample or schema inference waits for a Kafka or "
+        "ClickHouse to answer (default 10)",
+    )
+    p.add_argument(
         "--isolation",
         choices=("host", "process"),
         default="host",
@@ -196,8 +204,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             alerts = parse_alerts(read_document(args.alerts), source=str(args.alerts))
         except ConfigError as exc:
             return fail(f"--alerts: {exc}", code=2)
-    if not args.alerts_interval > 0:
-        return fail(f"--alerts-interval must be above 0, not {args.alerts_interval}", code=2)
+    for flag, seconds in (
+        ("--alerts-interval", args.alerts_interval),
+        ("--probe-timeout", args.probe_timeout),
+    ):
+        if not seconds > 0:
+            return fail(f"{flag} must be above 0, not {seconds}", code=2)
     if token is None and not args.no_token and not is_loopback(args.host):
         return fail(
             f"refusing to serve on {args.host} without a token: anyone who reaches the port "
@@ -222,6 +234,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         allow_spark_conf=tuple(args.allow_spark_conf),
         alerts=alerts,
         alerts_interval_s=args.alerts_interval,
+        probe_timeout_s=args.probe_timeout,
         retry_attempts=args.retry_attempts,
         isolation=Isolation(args.isolation),
         warm_host=args.isolation == "host",
