@@ -20,12 +20,17 @@ from support.waiting import wait_for
 
 class ServerThread:
     """uvicorn serving `app` in a thread; `url` is where it answers once entered. `port`: a
-    given loopback port (a server that comes back where it was), else a free one."""
+    given loopback port (a server that comes back where it was), else a free one.
+    `graceful_s`: how long its shutdown waits for requests still being answered before it
+    cancels them (None: until they end)."""
 
-    def __init__(self, app: Any, port: int = 0) -> None:
+    def __init__(self, app: Any, port: int = 0, graceful_s: float | None = None) -> None:
         self.sock = socket.create_server(("127.0.0.1", port))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=graceful_s
+        )
+        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
 
     def __enter__(self) -> ServerThread:
