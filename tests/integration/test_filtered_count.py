@@ -15,11 +15,14 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from streamsift.config import parse_pipeline
+from streamsift.config.models import Pipeline
+from streamsift.embedded.broker import Broker
 from streamsift.engine import runner as runner_module
 from streamsift.engine.progress_feed import ProgressFeed
 from streamsift.engine.runner import PipelineRunner, RunResult
@@ -111,19 +114,25 @@ def filter_doc(
     )
 
 
-def test_filtered_counts_each_dropped_record_once_over_runs_stop_and_resume(
-    broker, chdb_path, tmp_path, unique_name, produce_messages
-):
-    broker.create_topic(unique_name, 2)
-    pipeline = parse_pipeline(
+def local_pipeline(broker: Broker, chdb_path: Path, tmp_path: Path, topic: str) -> Pipeline:
+    """`filter_doc` for `streamsift run`: a new topic of 2 partitions into the embedded
+    ClickHouse, several micro-batches per run."""
+    broker.create_topic(topic, 2)
+    return parse_pipeline(
         filter_doc(
-            unique_name,
+            topic,
             broker.bootstrap_servers,
             {"path": str(chdb_path)},
             checkpoint_dir=tmp_path / "ck",
-            runtime={"max_rows_per_batch": 90},  # several micro-batches per run
+            runtime={"max_rows_per_batch": 90},
         )
     )
+
+
+def test_filtered_counts_each_dropped_record_once_over_runs_stop_and_resume(
+    broker, chdb_path, tmp_path, unique_name, produce_messages
+):
+    pipeline = local_pipeline(broker, chdb_path, tmp_path, unique_name)
     first, second, third = part(0, 150), part(150, 120), part(270, 90)
     assert all(p.filtered and p.duplicates and p.dlq for p in (first, second, third))
 
@@ -168,10 +177,8 @@ def test_filtered_counts_each_dropped_record_once_over_runs_stop_and_resume(
     (written,) = runner.writer.query_rows(f"SELECT count() FROM {unique_name}")[0]
     (dlq,) = runner.writer.query_rows(f"SELECT count() FROM {pipeline.dlq_table}")[0]
     assert (written, dlq) == (totals["written"], totals["dlq"])
-    assert (
-        totals["read"]
-        == totals["written"] + totals["dlq"] + totals["duplicates"] + (totals["filtered"])
-    )
+    dropped = totals["duplicates"] + totals["filtered"]
+    assert totals["read"] == totals["written"] + totals["dlq"] + dropped
 
 
 def test_a_run_whose_end_the_listener_bus_is_late_to_tell_counts_its_batches_once(
@@ -182,16 +189,7 @@ def test_a_run_whose_end_the_listener_bus_is_late_to_tell_counts_its_batches_onc
     monkeypatch.setattr(ProgressFeed, "ended", lambda self, run_id: None)  # the bus is late
     monkeypatch.setattr(runner_module, "ACTIVE_CHECK_S", 1.0)  # the run sees its query end
     monkeypatch.setattr(runner_module, "PROGRESS_DRAIN_S", 1.0)
-    broker.create_topic(unique_name, 2)
-    pipeline = parse_pipeline(
-        filter_doc(
-            unique_name,
-            broker.bootstrap_servers,
-            {"path": str(chdb_path)},
-            checkpoint_dir=tmp_path / "ck",
-            runtime={"max_rows_per_batch": 90},
-        )
-    )
+    pipeline = local_pipeline(broker, chdb_path, tmp_path, unique_name)
     first, second = part(0, 150), part(150, 120)
     produce_messages(unique_name, first.messages)
     runner = PipelineRunner(pipeline, base_dir=tmp_path)
