@@ -90,13 +90,18 @@ class Serve:
         def listening() -> bool:
             return self._listening_line() is not None or (may_refuse and proc.poll() is not None)
 
-        wait_for(listening, listen_timeout, what="serve to listen", proc=proc, log=self.log)
+        # both checks are cheap (a log read, a GET): polled often, a start is seen at once
+        wait_for(
+            listening, listen_timeout, what="serve to listen", proc=proc, log=self.log, interval=0.1
+        )
         line = self._listening_line()
         if line is None:
             return self  # it refused to start
         self.url = line.split()[2]
         if wait_ready:
-            wait_for(self._ready, ready_timeout, what="/readyz", proc=proc, log=self.log)
+            wait_for(
+                self._ready, ready_timeout, what="/readyz", proc=proc, log=self.log, interval=0.1
+            )
         return self
 
     def text(self) -> str:
