@@ -4,6 +4,7 @@ records included; and the cases it leaves to the loop."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -89,3 +90,16 @@ def test_the_loop_decides_what_columns_should_not(tmp_path, keys, times):
     got = PartitionDedup(tmp_path / "p", WINDOW).decide(keys, times, offsets, 0)
     expected = [True] * len(keys) if len(set(keys)) == 1 else [True, True, True]
     assert got.keep == expected  # each repeat of `a` is 40 after the last: all kept
+
+
+def test_an_extreme_reference_in_the_state_goes_to_the_loop(tmp_path):
+    """A reference the loop stored for a time near int64's end: differences with it are not
+    taken in numpy, the loop decides (and keeps the record: it is far from that time)."""
+    entry = columnar.pack_entries(np.array([[-(2**63) + 1, 0, -1, -1]], dtype=np.int64))
+    one = np.zeros(1, dtype=np.int64)
+    args = (one, one + 5, one + 2, *columnar.stored_entries(entry), 2, 0, WINDOW)
+    assert columnar.decide_columns(*args) is None
+    d = PartitionDedup(tmp_path / "p", WINDOW)
+    assert d.decide([b"a", b"b"], [-(2**63) + 1, 0], [0, 1], 0).keep == [True, True]
+    got = d.decide([b"a", b"a"], [5, 6], [2, 3], 2)
+    assert (got.keep, got.late) == ([True, False], [False, False])

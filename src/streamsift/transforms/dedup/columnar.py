@@ -92,6 +92,8 @@ def decide_columns(
     has_base = use_cur | use_prev
     base_t = np.where(use_cur, stored[:, 0], np.where(use_prev, prev_t, NONE))
     base_off = np.where(use_cur, cur_off, np.where(use_prev, prev_off, NONE))
+    if ((base_t >= _SAFE) | (base_t <= -_SAFE))[has_base].any():
+        return None  # a reference the loop stored for an extreme time
 
     late = times < high_water - window if high_water is not None else np.zeros(n, dtype=bool)
     active = np.flatnonzero(~late)
