@@ -66,8 +66,14 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # the wizard tests put their embedded ClickHouse in their own temp dirs: allowed here
     base = tmp_path_factory.getbasetemp()
     # the charts' history sampled every second (10 s in production), so a test sees points soon
+    # the pipeline host warms while a test drives the wizard (every module deploys), as
+    # `streamsift serve` starts it
     settings = ServiceSettings(
-        data_dir=data, probe_timeout_s=5, allow_paths=(base,), history_interval_s=1.0
+        data_dir=data,
+        probe_timeout_s=5,
+        allow_paths=(base,),
+        history_interval_s=1.0,
+        warm_host=True,
     )
     # a page's request to a pipeline's ClickHouse that does not answer retries for 20 s (the
     # DLQ's face, engine/dead_letters.py): the module's end need not wait for its answer
