@@ -9,6 +9,7 @@ The orders are named as in the timeline of docs/semantics.md (`mode: latest`).
 
 from __future__ import annotations
 
+import functools
 import random
 import signal
 from datetime import datetime, timedelta
@@ -16,8 +17,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from streamsift.config import parse_pipeline
+from streamsift.engine.checkpoint import latest_join_by_key
 from streamsift.engine.faults import FAULT_ENV
 from streamsift.engine.runner import PipelineRunner
+from streamsift.transforms import join
 from streamsift.transforms.join_latest_rule import Record, Windows, pick
 from support.cli import run_until_caught_up
 from support.clickhouse import Endpoint
@@ -57,14 +60,26 @@ INNER = {
 UNMATCHED = {"I", "G"}  # G: p3 is 35m before it, more than the right's 30m
 
 
+def by_key_join(build_join, pipeline, sides, latest_by_key=False):
+    """build_join as a streamsift from before buckets planned `mode: latest`."""
+    return build_join(pipeline, sides, True)
+
+
 def latest_doc(broker, chdb_path, tmp_path, name: str, how: str) -> dict:
     doc = orders_join_users_doc(broker, chdb_path, tmp_path, name, how, "1h")
     doc["join"]["mode"] = "latest"
     return doc
 
 
-@pytest.mark.parametrize("how", ["inner", "left"])
-def test_latest_version_per_order(how, broker, chdb_path, tmp_path, unique_name, produce_messages):
+@pytest.mark.parametrize(
+    "how, layout", [("inner", "buckets"), ("left", "buckets"), ("inner", "by key")]
+)
+def test_latest_version_per_order(
+    how, layout, broker, chdb_path, tmp_path, unique_name, produce_messages, monkeypatch
+):
+    """`layout` "by key": the first run writes its state grouped by key, as streamsift did
+    before buckets (transforms/join_latest_buckets.py); the later runs must find that in the
+    checkpoint and keep it."""
     orders_topic, users_topic = f"{unique_name}_orders", f"{unique_name}_users"
     broker.create_topic(orders_topic, 3)
     broker.create_topic(users_topic, 2)
@@ -76,8 +91,14 @@ def test_latest_version_per_order(how, broker, chdb_path, tmp_path, unique_name,
         produce_messages(users_topic, encode(users, "user"))
         if i == 0:
             produce_messages(orders_topic, [(b"x", b"{not json")])
-        stats = PipelineRunner(pipeline).run(until_caught_up=True).stats
-        read += stats["read"]
+        if i == 0 and layout == "by key":
+            grouped_by_key = functools.partial(by_key_join, join.build_join)
+            monkeypatch.setattr(join, "build_join", grouped_by_key)
+        runner = PipelineRunner(pipeline)
+        read += runner.run(until_caught_up=True).stats["read"]
+        monkeypatch.undo()
+        by_key = latest_join_by_key(runner.checkpoint / "spark")
+        assert by_key == (layout == "by key")
     runner = PipelineRunner(pipeline)
     rows = runner.writer.query_rows(f"SELECT order_id, name FROM {table}")
     assert sorted(rows) == sorted(INNER)  # one row per order, NULL rows not yet due

@@ -49,6 +49,19 @@ def has_batches(spark_checkpoint: Path) -> bool:
     return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
 
 
+def latest_join_by_key(spark_checkpoint: Path) -> bool:
+    """Whether a `join.mode: latest` on this checkpoint must group its rows by key: the
+    checkpoint has run a query but holds no state kept in buckets of keys
+    (transforms/join_latest_buckets.py, state `latest_buckets`), so a latest join there was
+    written grouped by key, by a streamsift from before buckets, and keeps that layout (Spark
+    refuses state whose grouping changed). Spark records each stateful operator's state
+    names in `state/<operator>/_stateSchema/`."""
+    if not has_batches(spark_checkpoint):
+        return False
+    schemas = (spark_checkpoint / "state").glob("*/_stateSchema/*/*")
+    return not any(b"latest_buckets" in p.read_bytes() for p in schemas if p.is_file())
+
+
 def last_committed(spark_checkpoint: Path) -> int | None:
     """The id of the last micro-batch Spark committed; None when none was."""
     commits = spark_checkpoint / "commits"

@@ -30,6 +30,7 @@ from streamsift.config.models import (
 )
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, PRE_ERROR, RIGHT_RECORD_COLUMNS
 from streamsift.engine.arrow_passthrough import PassThroughProcessor, use_pass_through
+from streamsift.engine.checkpoint import latest_join_by_key
 from streamsift.engine.processor import SourceProcessor
 from streamsift.engine.registry_fields import schema_lookup
 from streamsift.sources.kafka import KafkaStreamReader, make_data_source
@@ -103,7 +104,9 @@ def build_stream(
                 spark, pipeline, src, src.dedup, stage, checkpoint, new_query, initial, state_url
             )
             sides[src.id] = (frame, _scope_after(source_scope(src), stage))
-        frame, scope = build_join(pipeline, sides)
+        # a checkpoint from before latest joins kept their keys in buckets keeps its layout
+        by_key = not new_query and latest_join_by_key(checkpoint / "spark")
+        frame, scope = build_join(pipeline, sides, by_key)
         after = Stage(pipeline.transform, pipeline.filter)
         if not after.empty:
             frame = frame.withColumn(PRE_ERROR, F.col("_error").isNotNull())

@@ -54,7 +54,9 @@ from streamsift.transforms.join_latest import (
 
 
 def build_join(
-    pipeline: Pipeline, sides: dict[str, tuple[Any, dict[str, FieldRef]]]
+    pipeline: Pipeline,
+    sides: dict[str, tuple[Any, dict[str, FieldRef]]],
+    latest_by_key: bool = False,
 ) -> tuple[Any, dict[str, FieldRef]]:
     """Join the sources' frames; return the joined frame (plus dead letters) and its fields.
 
@@ -64,6 +66,8 @@ def build_join(
     right record; in a chain, the last step's partition and a hash of every step's position).
     A chain (`join` as a list) runs its steps one after the other in the same query: step k's
     left side is step k-1's rows (docs/semantics.md, "A chain of joins").
+    `latest_by_key`: the checkpoint holds `mode: latest` state grouped by key, as written
+    before its keys went into buckets (join_latest_buckets.py): keep that layout.
     """
     from pyspark.sql import functions as F
 
@@ -79,7 +83,7 @@ def build_join(
             slack += join.left_window
         right_frame, right_scope = sides[join.right.source or ""]
         frame, scope, dead = _join_step(
-            join, frame, scope, right_frame, right_scope, left_source, chain
+            join, frame, scope, right_frame, right_scope, left_source, chain, latest_by_key
         )
         letters += dead
     null_outputs = [
@@ -102,6 +106,7 @@ def _join_step(
     right_scope: dict[str, FieldRef],
     left_source: str,
     chain: ChainStep | None,
+    latest_by_key: bool,
 ) -> tuple[Any, dict[str, FieldRef], list[Any]]:
     """One join (or chain step): its joined rows, their fields, and the frames whose dead
     letters (rows with JOIN_SPLIT false) go to the sink as they are: the sides read from
@@ -121,8 +126,8 @@ def _join_step(
             }
         ).withColumn(JOIN_SPLIT, F.lit(True))
     else:
-        left = _prepared(join, left_frame, left_scope, "left", key_types)
-    right = _prepared(join, right_frame, right_scope, "right", key_types)
+        left = _prepared(join, left_frame, left_scope, "left", key_types, latest_by_key)
+    right = _prepared(join, right_frame, right_scope, "right", key_types, latest_by_key)
 
     if join.mode is not JoinMode.INTERVAL:
         from streamsift.transforms.join_latest import latest_pairs
@@ -135,6 +140,7 @@ def _join_step(
             right_scope,
             left_source,
             chain,
+            latest_by_key,
         )
     else:
         pairs, scope = _interval_pairs(join, left, right, left_scope, right_scope, chain)
@@ -142,7 +148,12 @@ def _join_step(
 
 
 def _prepared(
-    join: Join, frame: Any, scope: dict[str, FieldRef], side: str, key_types: list[str]
+    join: Join,
+    frame: Any,
+    scope: dict[str, FieldRef],
+    side: str,
+    key_types: list[str],
+    latest_by_key: bool,
 ) -> Any:
     """A source's side of a join: key columns, unused payload dropped, its watermark, one
     shuffle by the key, and JOIN_SPLIT (see the module docstring)."""
@@ -167,7 +178,13 @@ def _prepared(
     frame = frame.drop(*sorted(payload - used))
     if not (table and side == "right"):  # a table's time does not hold the left back
         frame = frame.withWatermark("_event_time", f"{_micros(join.lateness)} microseconds")
-    frame = frame.repartition(*[F.col(join_key_column(i)) for i in range(len(keys))])
+    key_columns = [join_key_column(i) for i in range(len(keys))]
+    if join.mode is JoinMode.LATEST and not latest_by_key:  # join_latest_buckets.py
+        from streamsift.transforms.join_latest_buckets import BUCKET, with_bucket
+
+        frame = with_bucket(frame, key_columns).repartition(F.col(BUCKET))
+    else:
+        frame = frame.repartition(*[F.col(k) for k in key_columns])
     every_column = ", ".join(f"`{c}`" for c in frame.columns)
     split = F.expr(
         "_error IS NULL OR (spark_partition_id() < 0 AND "

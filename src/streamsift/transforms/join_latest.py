@@ -24,6 +24,7 @@ measured on one 50,000-row batch: 8-18 s with 10,000 keys against 2-3 s here, an
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -39,6 +40,14 @@ from pyspark.sql.streaming.stateful_processor import (
 from streamsift.config.models import FieldRef, Join, JoinMode, JoinType
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, RIGHT_RECORD_COLUMNS, join_key_column
 from streamsift.config.types import SPARK_SQL_TYPES
+from streamsift.transforms.join_latest_buckets import (
+    BUCKET,
+    JSON_OPTIONS,
+    KEY_TEXT,
+    RECORD,
+    BucketedJoinProcessor,
+    with_bucket,
+)
 from streamsift.transforms.join_latest_rule import Record, Step, Windows, decode, encode, step
 from streamsift.transforms.join_table_rule import TableRule
 
@@ -49,13 +58,10 @@ from streamsift.transforms.join_table_rule import TableRule
 TOMBSTONE = "_error IS NULL AND _raw IS NULL AND _key IS NOT NULL"
 NEVER_LATE = "9999-12-31 00:00:00"
 
-# Timestamps inside the packed fields keep their microseconds (to_json's default is millis).
-JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
 OUTPUT_SCHEMA = "_lp STRING, _rp STRING, _rpartition INT, _roffset BIGINT"
 STATE_SCHEMA = "rights STRING, lefts STRING"
 # The state's `lefts` text begins with the key's timer (`@ms;`, `@;` for none): join_timer.
 TIMER_MARK = "@"
-RECORD = "_record"  # the column holding a record as `side|µs|partition|offset|fields`
 # The left record's metadata carried to the output row (its position is packed as well).
 LEFT_META = ("_topic", "_partition", "_offset", "_kafka_ts", "_late")
 # A chain's rows between steps carry their first left record's event time (µs) and the
@@ -107,10 +113,13 @@ def latest_pairs(
     right_scope: dict[str, FieldRef],
     left_source: str,
     chain: ChainStep | None = None,
+    by_key: bool = False,
 ) -> tuple[Any, dict[str, FieldRef]]:
     """The joined rows of `left` and `right` (good records with key columns and watermarks):
     the output fields, then the metadata columns `OUTPUT_COLUMNS` (and, for a chain's next
-    step, `_event_time`, CHAIN_TIME and CHAIN); and the output's scope."""
+    step, `_event_time`, CHAIN_TIME and CHAIN); and the output's scope. `mode: latest` groups
+    its rows by buckets of keys (join_latest_buckets.py) unless `by_key`: a checkpoint whose
+    state was written grouped by key, before buckets, keeps that layout."""
     from pyspark.sql import functions as F
 
     keys = [join_key_column(i) for i in range(len(join.left.key))]
@@ -139,17 +148,18 @@ def latest_pairs(
             micros = F.col(CHAIN_TIME)  # the chain's first left record's time
         else:
             micros = F.unix_micros("_event_time")
-        record = F.concat_ws(
-            "|",
-            kind,
-            micros,
-            "_partition",
-            "_offset",
-            payload,
-        )
-        return frame.select(*keys, event_time.alias("_event_time"), record.alias(RECORD))
+        if keyed:
+            record = F.concat_ws("|", kind, micros, "_partition", "_offset", payload)
+            return frame.select(*keys, event_time.alias("_event_time"), record.alias(RECORD))
+        if BUCKET not in frame.columns:  # a chain step's left side: the previous step's rows
+            frame = with_bucket(frame, keys)
+        key_and_payload = F.concat(F.col(KEY_TEXT), payload)
+        length = F.length(KEY_TEXT)
+        record = F.concat_ws("|", kind, micros, "_partition", "_offset", length, key_and_payload)
+        return frame.select(BUCKET, event_time.alias("_event_time"), record.alias(RECORD))
 
     table = join.mode is JoinMode.TABLE
+    keyed = table or by_key  # grouped by the key, with LatestJoinProcessor
     left_us = int(join.left_window.total_seconds() * 1_000_000)
     slack = 0 if chain is None else chain.slack_us
     right_us = int(join.right_window.total_seconds() * 1_000_000)
@@ -160,12 +170,19 @@ def latest_pairs(
         ttl = join.right.ttl
         rule = TableRule(left_us, None if ttl is None else int(ttl.total_seconds() * 1_000_000))
     feeds_next = chain is not None and chain.feeds_next
+    left_outer = join.type is JoinType.LEFT
+    processor: StatefulProcessor
+    if keyed:
+        processor = LatestJoinProcessor(rule, left_outer, feeds_next, slack + left_us)
+    else:
+        row = functools.partial(joined_row, feeds_next, slack + left_us)
+        processor = BucketedJoinProcessor(rule, left_outer, row)
     rows = (
         shaped(left, "left")
         .unionByName(shaped(right, "right"))
-        .groupBy(*keys)
+        .groupBy(*(keys if keyed else [BUCKET]))
         .transformWithState(
-            LatestJoinProcessor(rule, join.type is JoinType.LEFT, feeds_next, slack + left_us),
+            processor,
             OUTPUT_SCHEMA + (CHAIN_OUTPUT if feeds_next else ""),
             "Append",
             "EventTime",
@@ -195,6 +212,40 @@ def latest_pairs(
         rows = rows.withColumns(chain_columns(chain, "_rpartition", "_roffset", left_chain))
     extra = ["_event_time", CHAIN_TIME, CHAIN] if feeds_next else []
     return rows.select(*outputs, *[_meta(c, left_source) for c in OUTPUT_COLUMNS], *extra), scope
+
+
+def joined_row(
+    feeds_next: bool,
+    within_us: int | None,
+    left: Record,
+    right: str | None,
+    partition: int,
+    offset: int,
+    watermark_ms: int,
+) -> Any:
+    """An output row: the left record's and right version's fields (None: a left-outer row
+    without one) and the right record's position. A chain step's rows go on to the next step:
+    each carries its left record's time (`_tl`) and, as Spark's event time, that time or the
+    watermark if later (a row behind the watermark may not leave a transformWithState that
+    feeds another), but at most `within_us` after `_tl` (the next step's slack: the watermark
+    of an earlier batch, which a row must not be behind, was no further than that, and an
+    interval next step bounds its state by it; docs/semantics.md, "A chain of joins")."""
+    from pyspark.sql import Row
+
+    if not feeds_next:
+        return Row(_lp=left.payload, _rp=right, _rpartition=partition, _roffset=offset)
+    emitted_us = watermark_ms * 1000
+    if within_us is not None:
+        emitted_us = min(emitted_us, left.et + within_us)
+    emitted_us = max(left.et, emitted_us)
+    return Row(
+        _lp=left.payload,
+        _rp=right,
+        _rpartition=partition,
+        _roffset=offset,
+        _event_time=EPOCH + timedelta(microseconds=emitted_us),
+        _tl=left.et,
+    )
 
 
 def _meta(column: Any, left_source: str) -> Any:
@@ -334,21 +385,8 @@ class LatestJoinProcessor(StatefulProcessor):
     def _row(
         self, left: Record, right: str | None, partition: int, offset: int, watermark_ms: int
     ) -> Any:
-        from pyspark.sql import Row
-
-        if not self.feeds_next:
-            return Row(_lp=left.payload, _rp=right, _rpartition=partition, _roffset=offset)
-        emitted_us = watermark_ms * 1000
-        if self.within_us is not None:
-            emitted_us = min(emitted_us, left.et + self.within_us)
-        emitted_us = max(left.et, emitted_us)
-        return Row(
-            _lp=left.payload,
-            _rp=right,
-            _rpartition=partition,
-            _roffset=offset,
-            _event_time=EPOCH + timedelta(microseconds=emitted_us),
-            _tl=left.et,
+        return joined_row(
+            self.feeds_next, self.within_us, left, right, partition, offset, watermark_ms
         )
 
     def close(self) -> None:
