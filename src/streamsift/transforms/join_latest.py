@@ -1,16 +1,19 @@
 """`join.mode: latest` in Spark: one row per left record, with the right version current at
 its event time (the rule and its state: transforms/join_latest_rule.py). `join.mode: table`
-runs in the same processor with the table's rule (transforms/join_table_rule.py): its right
-rows (values, and tombstones marked `T`) carry a far-future time in the grouped frame, so
-Spark's late-row filter, which only the left side's watermark drives, never drops them.
+runs in the processor grouped by key (LatestJoinProcessor) with the table's rule
+(transforms/join_table_rule.py): its right rows (values, and tombstones marked `T`) carry a
+far-future time in the grouped frame, so Spark's late-row filter, which only the left side's
+watermark drives, never drops them.
 
-Both sides' good records are brought to one shape — the join key, the event time (with each
-side's watermark) and one text column `side|µs|partition|offset|fields`, the fields the output
-needs packed as JSON — unioned, grouped by the key, and handed to Spark's `transformWithState`
-(event time, a timer per key). Spark keeps each key's state (the right versions still usable
-and the left records still waiting, as JSON text, and which timer the key has) and its timer
-in its RocksDB state store, checkpointed with the offsets, and drops records behind the
-watermark before they reach the rule (counted as `late_dropped`); so a re-run micro-batch
+Both sides' good records are brought to one shape — the event time (with each side's
+watermark) and one text column `side|µs|partition|offset|...`, the fields the output needs
+packed as JSON — unioned, grouped, and handed to Spark's `transformWithState` (event time).
+`mode: latest` groups by a bucket of keys and carries each record's key text in the column
+(transforms/join_latest_buckets.py); `mode: table`, and a latest join whose checkpoint was
+written that way, group by the key. Spark keeps the state (per key: the right versions still
+usable and the left records still waiting, as JSON text, and the key's wake-up) and the
+timers in its RocksDB state store, checkpointed with the offsets, and drops records behind
+the watermark before they reach the rule (counted as `late_dropped`); so a re-run micro-batch
 starts from the same state and watermark and makes the same rows. Packing the fields as JSON
 keeps every value exact across the Python hop (64-bit integers, microsecond timestamps,
 NULLs).
