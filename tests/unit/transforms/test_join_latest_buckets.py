@@ -13,6 +13,7 @@ import pytest
 from streamsift.transforms.join_latest import LatestJoinProcessor, LatestRule, joined_row
 from streamsift.transforms.join_latest_buckets import BucketedJoinProcessor, split_record
 from streamsift.transforms.join_latest_rule import Windows
+from support.timer_values import Clock, Expired
 
 S_MS = 1_000
 W = Windows(left_us=30 * S_MS * 1000, right_us=60 * S_MS * 1000)
@@ -73,22 +74,6 @@ class Spark:
                     self.timers[key].discard(ms)  # Spark removes a timer as it fires
                     out += self.processor.handleExpiredTimer(key, clock, Expired(ms))
         return out
-
-
-class Clock:
-    def __init__(self, watermark_ms: int) -> None:
-        self.watermark_ms = watermark_ms
-
-    def getCurrentWatermarkInMs(self) -> int:  # noqa: N802
-        return self.watermark_ms
-
-
-class Expired:
-    def __init__(self, ms: int) -> None:
-        self.ms = ms
-
-    def getExpiryTimeInMs(self) -> int:  # noqa: N802
-        return self.ms
 
 
 def row_tuple(row: Any) -> tuple:

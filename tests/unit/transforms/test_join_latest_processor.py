@@ -7,6 +7,7 @@ from typing import Any
 
 from streamsift.transforms.join_latest import LatestJoinProcessor, LatestRule
 from streamsift.transforms.join_latest_rule import Windows
+from support.timer_values import Clock, Expired
 
 M_MS = 60_000  # a minute in ms
 W = Windows(left_us=60 * M_MS * 1000, right_us=30 * M_MS * 1000)
@@ -53,22 +54,6 @@ class FakeHandle:
     def deleteTimer(self, ms: int) -> None:  # noqa: N802
         self.calls += 1
         self.timers.discard(ms)
-
-
-class Clock:
-    def __init__(self, watermark_ms: int) -> None:
-        self.watermark_ms = watermark_ms
-
-    def getCurrentWatermarkInMs(self) -> int:  # noqa: N802
-        return self.watermark_ms
-
-
-class Expired:
-    def __init__(self, ms: int) -> None:
-        self.ms = ms
-
-    def getExpiryTimeInMs(self) -> int:  # noqa: N802
-        return self.ms
 
 
 def record(side: str, minute: int, offset: int, fields: str) -> dict[str, Any]:
