@@ -3,7 +3,7 @@
     .venv/bin/python scripts/measure_join_buckets.py keyed|bucketed KEYS dense|sparse
 
 A parquet stream (one file per micro-batch) goes through the bare `transformWithState`
-stage, as transforms/join_latest.py plans it, into a noop sink (local[2], RocksDB state,
+stage, as transforms/join/latest.py plans it, into a noop sink (local[2], RocksDB state,
 two shuffle partitions). The first batch gives each of KEYS keys a right version; five more
 follow, `dense`: 50,000 records (one in ten a right version) spread over all keys, `sparse`:
 500. Prints Spark's `addBatch` seconds per batch as JSON. Run it on a quiet machine, the
@@ -61,20 +61,20 @@ def main() -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from streamsift.transforms.join_latest import (
+    from streamsift.transforms.join.latest import (
         OUTPUT_SCHEMA,
         LatestJoinProcessor,
         LatestRule,
         joined_row,
     )
-    from streamsift.transforms.join_latest_buckets import (
+    from streamsift.transforms.join.latest_buckets import (
         BUCKET,
         KEY_TEXT,
         RECORD,
         BucketedJoinProcessor,
         with_bucket,
     )
-    from streamsift.transforms.join_latest_rule import Windows
+    from streamsift.transforms.join.latest_rule import Windows
 
     base = Path(tempfile.mkdtemp(prefix="join-buckets-"))
     try:

@@ -17,7 +17,7 @@ import pytest
 
 from streamsift.config import parse_pipeline
 from streamsift.engine.runner import PipelineRunner
-from streamsift.transforms.join_latest_rule import Record, Windows, pick
+from streamsift.transforms.join.latest_rule import Record, Windows, pick
 from support.clickhouse import Endpoint
 from support.join_events import (
     T0,

@@ -20,8 +20,8 @@ from streamsift.config import parse_pipeline
 from streamsift.engine.checkpoint import latest_join_by_key
 from streamsift.engine.faults import FAULT_ENV
 from streamsift.engine.runner import PipelineRunner
-from streamsift.transforms import join
-from streamsift.transforms.join_latest_rule import Record, Windows, pick
+from streamsift.transforms.join import plan
+from streamsift.transforms.join.latest_rule import Record, Windows, pick
 from support.cli import run_until_caught_up
 from support.clickhouse import Endpoint
 from support.join_events import T0, H, M, encode, order, orders_join_users_doc, user
@@ -77,7 +77,7 @@ def test_latest_version_per_order(
     how, layout, broker, chdb_path, tmp_path, unique_name, produce_messages, monkeypatch
 ):
     """`layout` "by key": the first run writes its state grouped by key, as streamsift did
-    before buckets (transforms/join_latest_buckets.py); the later runs must find that in the
+    before buckets (transforms/join/latest_buckets.py); the later runs must find that in the
     checkpoint and keep it."""
     orders_topic, users_topic = f"{unique_name}_orders", f"{unique_name}_users"
     broker.create_topic(orders_topic, 3)
@@ -91,8 +91,8 @@ def test_latest_version_per_order(
         if i == 0:
             produce_messages(orders_topic, [(b"x", b"{not json")])
         if i == 0 and layout == "by key":
-            grouped_by_key = functools.partial(by_key_join, join.build_join)
-            monkeypatch.setattr(join, "build_join", grouped_by_key)
+            grouped_by_key = functools.partial(by_key_join, plan.build_join)
+            monkeypatch.setattr(plan, "build_join", grouped_by_key)
         runner = PipelineRunner(pipeline)
         read += runner.run(until_caught_up=True).stats["read"]
         monkeypatch.undo()

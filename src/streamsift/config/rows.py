@@ -4,7 +4,7 @@ Besides the payload's fields, every row the pipeline moves carries metadata colu
 its Kafka message came from, its times, its raw message while it may still become a dead
 letter, why it failed, and (after a join) which right record it matched. They are declared
 here, once; the Spark schema of the source (engine/processor.py), the output frame and its
-sort key (engine/query.py), the join's selects (transforms/join.py) and the names a payload
+sort key (engine/query.py), the join's selects (transforms/join/plan.py) and the names a payload
 field may not take (config/models.py) are all derived from `META_COLUMNS`.
 
 Types are Spark SQL type names (plain strings: the config layer imports neither pyspark nor

@@ -52,7 +52,7 @@ def has_batches(spark_checkpoint: Path) -> bool:
 def latest_join_by_key(spark_checkpoint: Path) -> bool:
     """Whether a `join.mode: latest` on this checkpoint must group its rows by key: the
     checkpoint has run a query but holds no state kept in buckets of keys
-    (transforms/join_latest_buckets.py, state `latest_buckets`), so a latest join there was
+    (transforms/join/latest_buckets.py, state `latest_buckets`), so a latest join there was
     written grouped by key, by a streamsift from before buckets, and keeps that layout (Spark
     refuses state whose grouping changed). Spark records each stateful operator's state
     names in `state/<operator>/_stateSchema/`."""

@@ -9,7 +9,7 @@ Sorting the rows of a batch by `SORT_KEY` (config/rows.py; all non-null) gives t
 order on every re-run: a joined row is identified by its left record (topic, partition,
 offset) and its right record (`_rpartition`, `_roffset`, -1 when there is none, e.g. a
 left-outer row, a dead letter or a single-source pipeline; after a chain of joins, the last
-step's partition and a hash of every step's right record: transforms/join.py).
+step's partition and a hash of every step's right record: transforms/join/plan.py).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def build_stream(
     if pipeline.join is not None:
         from pyspark.sql import functions as F
 
-        from streamsift.transforms.join import build_join, payload_of_joined_rows
+        from streamsift.transforms.join.plan import build_join, payload_of_joined_rows
 
         sides = {}
         for i, src in enumerate(pipeline.sources or ()):

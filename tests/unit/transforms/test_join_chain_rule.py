@@ -1,4 +1,4 @@
-"""A chain's later `latest` step (transforms/join_latest*.py), without Spark: its left records
+"""A chain's later `latest` step (transforms/join/latest*.py), without Spark: its left records
 (the previous step's rows) may arrive behind the watermark, so it keeps right versions
 `slack` longer; the rows a step hands to the next carry their left record's time."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from streamsift.transforms.join_latest import LatestJoinProcessor, LatestRule
-from streamsift.transforms.join_latest_rule import Record, Windows, pick, step
+from streamsift.transforms.join.latest import LatestJoinProcessor, LatestRule
+from streamsift.transforms.join.latest_rule import Record, Windows, pick, step
 
 M = 60_000_000  # a minute in µs
 W = Windows(left_us=60 * M, right_us=30 * M)

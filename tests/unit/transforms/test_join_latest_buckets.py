@@ -1,4 +1,4 @@
-"""`join.mode: latest` grouped by buckets of keys (transforms/join_latest_buckets.py): the same
+"""`join.mode: latest` grouped by buckets of keys (transforms/join/latest_buckets.py): the same
 rows as the processor grouped by key, batch by batch, on random histories; and the round
 trips a bucket costs."""
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from streamsift.transforms.join_latest import LatestJoinProcessor, LatestRule, joined_row
-from streamsift.transforms.join_latest_buckets import BucketedJoinProcessor, split_record
-from streamsift.transforms.join_latest_rule import Windows
+from streamsift.transforms.join.latest import LatestJoinProcessor, LatestRule, joined_row
+from streamsift.transforms.join.latest_buckets import BucketedJoinProcessor, split_record
+from streamsift.transforms.join.latest_rule import Windows
 from support.timer_values import Clock, Expired
 
 S_MS = 1_000

@@ -1,12 +1,12 @@
-"""The `transformWithState` processor of `join.mode: latest` (transforms/join_latest.py) with a
+"""The `transformWithState` processor of `join.mode: latest` (transforms/join/latest.py) with a
 fake handle: what it writes, and that a key keeps one timer, at its next wake-up."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from streamsift.transforms.join_latest import LatestJoinProcessor, LatestRule
-from streamsift.transforms.join_latest_rule import Windows
+from streamsift.transforms.join.latest import LatestJoinProcessor, LatestRule
+from streamsift.transforms.join.latest_rule import Windows
 from support.timer_values import Clock, Expired
 
 M_MS = 60_000  # a minute in ms

@@ -1,11 +1,11 @@
-"""`join.mode: latest`'s rule for one key (transforms/join_latest_rule.py), without Spark."""
+"""`join.mode: latest`'s rule for one key (transforms/join/latest_rule.py), without Spark."""
 
 from __future__ import annotations
 
 import itertools
 import random
 
-from streamsift.transforms.join_latest_rule import (
+from streamsift.transforms.join.latest_rule import (
     Record,
     Windows,
     decode,

@@ -1,4 +1,4 @@
-"""The rule of `join.mode: table` (transforms/join_table_rule.py): the value is the right
+"""The rule of `join.mode: table` (transforms/join/table_rule.py): the value is the right
 record written last unless a tombstone or the ttl removed it; left records join it once, or
 wait for the first batch with a value until their window passes."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import itertools
 
-from streamsift.transforms.join_latest import LatestJoinProcessor
-from streamsift.transforms.join_latest_rule import Record
-from streamsift.transforms.join_table_rule import TableRule, current_value
+from streamsift.transforms.join.latest import LatestJoinProcessor
+from streamsift.transforms.join.latest_rule import Record
+from streamsift.transforms.join.table_rule import TableRule, current_value
 
 M = 60_000_000  # a minute in µs
 RULE = TableRule(left_us=60 * M, ttl_us=120 * M)

@@ -4,7 +4,7 @@ Spark's stream-stream join does the work: watermarks on both sides' `_event_time
 by `join.allowed_lateness`), equality of the key(s), and the event-time range
 `left.t - right.time_window <= right.t <= left.t + left.time_window`, in append mode, inner
 or left outer. Spark drops (and counts) records behind the watermark; see docs/semantics.md.
-`mode: latest` and `mode: table` go through transforms/join_latest.py instead; a table side
+`mode: latest` and `mode: table` go through transforms/join/latest.py instead; a table side
 has no watermark (the left's alone moves time) and its tombstones take their key from the
 Kafka key.
 Dead letters reach this point with a null `_event_time` (engine/processor.py), so they never
@@ -44,7 +44,7 @@ from streamsift.config.rows import (
 )
 from streamsift.config.stages import JoinMode
 from streamsift.config.types import SPARK_SQL_TYPES, FieldType
-from streamsift.transforms.join_latest import (
+from streamsift.transforms.join.latest import (
     CHAIN,
     CHAIN_TIME,
     TOMBSTONE,
@@ -67,7 +67,7 @@ def build_join(
     A chain (`join` as a list) runs its steps one after the other in the same query: step k's
     left side is step k-1's rows (docs/semantics.md, "A chain of joins").
     `latest_by_key`: the checkpoint holds `mode: latest` state grouped by key, as written
-    before its keys went into buckets (join_latest_buckets.py): keep that layout.
+    before its keys went into buckets (latest_buckets.py): keep that layout.
     """
     from pyspark.sql import functions as F
 
@@ -130,7 +130,7 @@ def _join_step(
     right = _prepared(join, right_frame, right_scope, "right", key_types, latest_by_key)
 
     if join.mode is not JoinMode.INTERVAL:
-        from streamsift.transforms.join_latest import latest_pairs
+        from streamsift.transforms.join.latest import latest_pairs
 
         pairs, scope = latest_pairs(
             join,
@@ -179,8 +179,8 @@ def _prepared(
     if not (table and side == "right"):  # a table's time does not hold the left back
         frame = frame.withWatermark("_event_time", f"{_micros(join.lateness)} microseconds")
     key_columns = [join_key_column(i) for i in range(len(keys))]
-    if join.mode is JoinMode.LATEST and not latest_by_key:  # join_latest_buckets.py
-        from streamsift.transforms.join_latest_buckets import BUCKET, with_bucket
+    if join.mode is JoinMode.LATEST and not latest_by_key:  # join/latest_buckets.py
+        from streamsift.transforms.join.latest_buckets import BUCKET, with_bucket
 
         frame = with_bucket(frame, key_columns).repartition(F.col(BUCKET))
     else:

@@ -1,5 +1,5 @@
 """`join.mode: latest`'s keys kept in buckets: Spark groups the rows by a bucket of the join
-key, not by the key, and the processor runs the rule (transforms/join_latest_rule.py) for each
+key, not by the key, and the processor runs the rule (transforms/join/latest_rule.py) for each
 key of the bucket.
 
 Why: every `transformWithState` state or timer call is a round trip from the Python worker to
@@ -14,7 +14,7 @@ so an untouched key costs a dictionary entry copied, not its records parsed.
 The bucket is a hash of the key's canonical text (its JSON), so it never depends on the batch;
 `BUCKETS` is fixed for a checkpoint's life (changing it would look keys up in the wrong
 bucket). A bucket's state: `{key text: "wake;rights\\nlefts"}` (rights and lefts as
-join_latest_rule.encode writes them; JSON never holds a raw newline) and its timer. The empty
+latest_rule.encode writes them; JSON never holds a raw newline) and its timer. The empty
 key text is a NULL key: it never matches (its rights are not kept, its lefts wait and expire).
 """
 
@@ -32,7 +32,7 @@ from pyspark.sql.streaming.stateful_processor import (
 )
 
 from streamsift.config.rows import NO_RECORD
-from streamsift.transforms.join_latest_rule import Record, Step, decode, encode
+from streamsift.transforms.join.latest_rule import Record, Step, decode, encode
 
 # Timestamps inside packed fields and key texts keep their microseconds (to_json's default is
 # millis).
@@ -83,7 +83,7 @@ class BucketedJoinProcessor(StatefulProcessor):
     it, with the same records, state and watermark: so the rows are the same."""
 
     def __init__(self, rule: Any, left_outer: bool, row: Any) -> None:
-        self.rule = rule  # join_latest.LatestRule
+        self.rule = rule  # latest.LatestRule
         self.left_outer = left_outer
         self.row = row  # (left, right payload, partition, offset, watermark ms) -> output Row
 

@@ -1,7 +1,7 @@
 """`join.mode: latest` in Spark: one row per left record, with the right version current at
-its event time (the rule and its state: transforms/join_latest_rule.py). `join.mode: table`
+its event time (the rule and its state: transforms/join/latest_rule.py). `join.mode: table`
 runs in the processor grouped by key (LatestJoinProcessor) with the table's rule
-(transforms/join_table_rule.py): its right rows (values, and tombstones marked `T`) carry a
+(transforms/join/table_rule.py): its right rows (values, and tombstones marked `T`) carry a
 far-future time in the grouped frame, so Spark's late-row filter, which only the left side's
 watermark drives, never drops them.
 
@@ -9,7 +9,7 @@ Both sides' good records are brought to one shape — the event time (with each 
 watermark) and one text column `side|µs|partition|offset|...`, the fields the output needs
 packed as JSON — unioned, grouped, and handed to Spark's `transformWithState` (event time).
 `mode: latest` groups by a bucket of keys and carries each record's key text in the column
-(transforms/join_latest_buckets.py); `mode: table`, and a latest join whose checkpoint was
+(transforms/join/latest_buckets.py); `mode: table`, and a latest join whose checkpoint was
 written that way, group by the key. Spark keeps the state (per key: the right versions still
 usable and the left records still waiting, as JSON text, and the key's wake-up) and the
 timers in its RocksDB state store, checkpointed with the offsets, and drops records behind
@@ -43,7 +43,7 @@ from pyspark.sql.streaming.stateful_processor import (
 from streamsift.config.models import FieldRef, Join, JoinMode, JoinType
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, RIGHT_RECORD_COLUMNS, join_key_column
 from streamsift.config.types import SPARK_SQL_TYPES
-from streamsift.transforms.join_latest_buckets import (
+from streamsift.transforms.join.latest_buckets import (
     BUCKET,
     JSON_OPTIONS,
     KEY_TEXT,
@@ -51,8 +51,8 @@ from streamsift.transforms.join_latest_buckets import (
     BucketedJoinProcessor,
     with_bucket,
 )
-from streamsift.transforms.join_latest_rule import Record, Step, Windows, decode, encode, step
-from streamsift.transforms.join_table_rule import TableRule
+from streamsift.transforms.join.latest_rule import Record, Step, Windows, decode, encode, step
+from streamsift.transforms.join.table_rule import TableRule
 
 # A table side's rows are never behind the watermark: they carry this time in the grouped
 # frame (their own stays inside the record), so Spark's late-row filter passes them all.
@@ -121,7 +121,7 @@ def latest_pairs(
     """The joined rows of `left` and `right` (good records with key columns and watermarks):
     the output fields, then the metadata columns `OUTPUT_COLUMNS` (and, for a chain's next
     step, `_event_time`, CHAIN_TIME and CHAIN); and the output's scope. `mode: latest` groups
-    its rows by buckets of keys (join_latest_buckets.py) unless `by_key`: a checkpoint whose
+    its rows by buckets of keys (latest_buckets.py) unless `by_key`: a checkpoint whose
     state was written grouped by key, before buckets, keeps that layout."""
     from pyspark.sql import functions as F
 
@@ -282,7 +282,7 @@ def split_timer(text: str | None) -> tuple[list[int] | None, str | None]:
 
 
 class LatestRule:
-    """`join.mode: latest`'s rule (join_latest_rule.step) in the shape the processor calls."""
+    """`join.mode: latest`'s rule (latest_rule.step) in the shape the processor calls."""
 
     def __init__(self, windows: Windows) -> None:
         self.windows = windows
@@ -313,7 +313,7 @@ class LatestJoinProcessor(StatefulProcessor):
     def __init__(
         self, rule: Any, left_outer: bool, feeds_next: bool = False, within_us: int | None = None
     ) -> None:
-        self.rule = rule  # LatestRule, or join_table_rule.TableRule for `mode: table`
+        self.rule = rule  # LatestRule, or table_rule.TableRule for `mode: table`
         self.left_outer = left_outer
         # a chain step's rows go on to the next step: each carries its left record's time
         # (`_tl`) and, as Spark's event time, that time or the watermark if later (a row

@@ -9,7 +9,7 @@ value waits for the first micro-batch in which it has one, until the watermark p
 `tl + left.time_window`; then it expires (a left join writes it with NULL right fields).
 docs/semantics.md has the timeline.
 
-As in `join_latest_rule`, the result depends only on the key's state, the micro-batch's
+As in `latest_rule`, the result depends only on the key's state, the micro-batch's
 records (in any order) and its watermark, so a re-run micro-batch makes the same rows.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamsift.transforms.join_latest_rule import Record, Step
+from streamsift.transforms.join.latest_rule import Record, Step
 
 
 @dataclass(frozen=True)
