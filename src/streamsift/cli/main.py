@@ -190,12 +190,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = runner.run(until_caught_up=args.until_caught_up)
     if result.note:
         print(result.note, file=sys.stderr)
-    s = result.stats
-    print(
-        f"done: read {s['read']:,}, written {s['written']:,}, duplicates dropped {s['duplicates']:,}, "
-        f"DLQ {s['dlq']:,}, late {s['late']:,}"
-    )
+    print(done_line(result.stats))
     return 0
+
+
+def done_line(s: dict[str, Any]) -> str:
+    """The run's counts as `streamsift run` ends: every record read is written, dropped as a
+    duplicate, a dead letter, or (when the pipeline has them) filtered out or behind the
+    join's watermark."""
+    line = (
+        f"done: read {s['read']:,}, written {s['written']:,}, duplicates dropped "
+        f"{s['duplicates']:,}, DLQ {s['dlq']:,}, late {s['late']:,}"
+    )
+    if s.get("filtered"):
+        line += f", filtered {s['filtered']:,}"
+    if s.get("late_dropped"):
+        line += f", behind the join watermark {s['late_dropped']:,}"
+    return line
 
 
 def otlp_receiver(stack: contextlib.ExitStack, pipeline: Pipeline, data_dir: Path) -> Pipeline:

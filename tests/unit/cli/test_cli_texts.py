@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from streamsift.cli.main import DUPLICATES_RANGE, build_parser, main
+from streamsift.cli.main import DUPLICATES_RANGE, build_parser, done_line, main
 from support.paths import REPO
 
 
@@ -45,3 +45,12 @@ def test_validate_names_both_sides_of_a_join(capsys: pytest.CaptureFixture) -> N
     assert out.startswith("ok: orders-users-join: orders (dedup on order_id within 1h) left join ")
     assert "users (dedup on event_id within" in out
     assert " on user_id = user.id -> " in out
+
+
+def test_the_done_line_names_filtered_and_join_late_rows_only_when_there_are_some():
+    counts = {"read": 1200, "written": 900, "duplicates": 200, "dlq": 3, "late": 0}
+    plain = "done: read 1,200, written 900, duplicates dropped 200, DLQ 3, late 0"
+    assert done_line({**counts, "filtered": 0, "late_dropped": 0}) == plain
+    assert done_line({**counts, "filtered": 97, "late_dropped": 2}) == (
+        plain + ", filtered 97, behind the join watermark 2"
+    )
