@@ -1,6 +1,6 @@
 """Measure `join.mode: latest`'s processor alone, grouped by key or by buckets of keys.
 
-    .venv/bin/python scripts/measure_join_buckets.py keyed|bucketed KEYS dense|sparse
+    .venv/bin/python scripts/measure_join_buckets.py keyed|bucketed|arrow KEYS dense|sparse
 
 A parquet stream (one file per micro-batch) goes through the bare `transformWithState`
 stage, as transforms/join/latest.py plans it, into a noop sink (local[2], RocksDB state,
@@ -8,6 +8,11 @@ two shuffle partitions). The first batch gives each of KEYS keys a right version
 follow, `dense`: 50,000 records (one in ten a right version) spread over all keys, `sparse`:
 500. Prints Spark's `addBatch` seconds per batch as JSON. Run it on a quiet machine, the
 layouts alternating (docs/benchmarks.md, "Keys in buckets").
+
+`arrow` is a bound, not a join: the same rule on Arrow batches (`mapInArrow` after a shuffle
+by bucket) with its state in a dict of the Python worker, neither kept nor replay-safe, no
+watermark: what the rule costs without `transformWithState`'s per-record `Row`s and state
+round trips, for weighing a join whose state streamsift keeps itself, as dedup's.
 """
 
 from __future__ import annotations
@@ -51,9 +56,40 @@ def write_batches(data: Path, keys: int, dense: bool) -> None:
         pq.write_table(table, data / f"b{i:03d}.parquet")
 
 
+def rule_on_arrow(rule: object, batches: object) -> object:
+    """The `arrow` layout's function: each batch's records split by key, the rule run per key
+    against a dict of the worker's (a bound on the cost, not a join: see the docstring)."""
+    from streamsift.transforms.join.latest_buckets import split_record
+
+    state: dict[str, tuple] = {}
+    schema = pa.schema(
+        [
+            ("_lp", pa.string()),
+            ("_rp", pa.string()),
+            ("_rpartition", pa.int32()),
+            ("_roffset", pa.int64()),
+        ]
+    )
+    for batch in batches:  # type: ignore[attr-defined]
+        new: dict[str, dict[str, list]] = {}
+        for text in batch.column(1).to_pylist():
+            side, key_text, record = split_record(text)
+            new.setdefault(key_text, {"L": [], "R": [], "T": []})[side].append(record)
+        out: list[tuple] = []
+        for key_text, sides in new.items():
+            rights, lefts = state.get(key_text, ((), ()))
+            result = rule(rights, lefts, sides["R"], sides["T"], sides["L"], 0, key_text == "")  # type: ignore[operator]
+            state[key_text] = (result.rights, result.lefts)
+            out += [(lt.payload, rt.payload, rt.partition, rt.offset) for lt, rt in result.matched]
+        columns = list(zip(*out, strict=True)) if out else [[], [], [], []]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(c, t.type) for c, t in zip(columns, schema, strict=True)], schema=schema
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("layout", choices=["keyed", "bucketed"])
+    parser.add_argument("layout", choices=["keyed", "bucketed", "arrow"])
     parser.add_argument("keys", type=int)
     parser.add_argument("shape", choices=["dense", "sparse"])
     args = parser.parse_args()
@@ -103,7 +139,15 @@ def main() -> None:
         payload = F.to_json(F.struct(F.col("_offset").alias("o")))
         micros = F.unix_micros("_event_time")
         rule = LatestRule(Windows(30 * S, 600 * S))
-        if args.layout == "keyed":
+        if args.layout == "arrow":
+            frame = with_bucket(frame, ["_jk0"])
+            key_and_payload = F.concat(F.col(KEY_TEXT), payload)
+            record = F.concat_ws(
+                "|", "side", micros, "_partition", "_offset", F.length(KEY_TEXT), key_and_payload
+            )
+            shuffled = frame.select(BUCKET, record.alias(RECORD)).repartition(F.col(BUCKET))
+            rows = shuffled.mapInArrow(functools.partial(rule_on_arrow, rule), OUTPUT_SCHEMA)
+        elif args.layout == "keyed":
             record = F.concat_ws("|", "side", micros, "_partition", "_offset", payload)
             grouped = frame.select("_jk0", "_event_time", record.alias(RECORD)).groupBy("_jk0")
             processor: object = LatestJoinProcessor(rule, False)
@@ -117,7 +161,8 @@ def main() -> None:
             processor = BucketedJoinProcessor(
                 rule, False, functools.partial(joined_row, False, None)
             )
-        rows = grouped.transformWithState(processor, OUTPUT_SCHEMA, "Append", "EventTime")
+        if args.layout != "arrow":
+            rows = grouped.transformWithState(processor, OUTPUT_SCHEMA, "Append", "EventTime")
         query = (
             rows.writeStream.format("noop")
             .option("checkpointLocation", str(base / "checkpoint"))
