@@ -21,8 +21,9 @@ W = Windows(left_us=30 * S_MS * 1000, right_us=60 * S_MS * 1000)
 
 class Spark:
     """Spark's side of `transformWithState`, as far as a processor sees it: a value state and
-    event-time timers per grouping key, input rows handed over per key, then the timers at or
-    behind the batch's watermark fired (those of keys whose input deleted them do not)."""
+    event-time timers per grouping key, input rows handed over per key, then the timers the
+    batch's watermark is past fired (strictly, as Spark's TimerStateImpl.getExpiredTimers;
+    those of keys whose input deleted them do not)."""
 
     def __init__(self, processor: Any) -> None:
         self.processor = processor
@@ -68,7 +69,7 @@ class Spark:
             self.key = key
             out += self.processor.handleInputRows(key, iter(key_rows), clock)
         for key in sorted(self.timers, key=repr):
-            for ms in sorted(t for t in self.timers[key] if t <= watermark_ms):
+            for ms in sorted(t for t in self.timers[key] if t < watermark_ms):  # strictly
                 if ms in self.timers[key]:
                     self.key = key
                     self.timers[key].discard(ms)  # Spark removes a timer as it fires
@@ -159,3 +160,21 @@ def test_a_record_splits_into_its_key_text_and_fields_whatever_they_hold():
     side, key_text, record = split_record('L|5|1|9|10|{"a":"|;"}{"f":"x|y"}')
     assert (side, key_text) == ("L", '{"a":"|;"}')
     assert (record.et, record.partition, record.offset, record.payload) == (5, 1, 9, '{"f":"x|y"}')
+
+
+def test_a_waiting_record_expires_once_the_watermark_is_past_its_window_as_spark_fires():
+    per_key = Spark(LatestJoinProcessor(LatestRule(W), left_outer=True))
+    by_bucket = Spark(bucketed(left_outer=True))
+    text = f"L|{1_000 * 1000}|0|1|{{}}"
+    assert per_key.batch({("k",): [{"_record": text}]}, watermark_ms=0) == []
+    assert by_bucket.batch({(0,): [as_bucketed("k", "L", 1_000, 1, "{}")]}, watermark_ms=0) == []
+    end = 1_000 + 30 * S_MS  # the window's end (ms): the key's wake-up
+    # a watermark at the wake-up fires no timer (Spark's is strictly past); another key's
+    # input wakes the bucket, which must not run the waiting key before Spark would
+    other = {"_record": f"L|{end * 1000}|0|2|{{}}"}
+    assert per_key.batch({("j",): [other]}, watermark_ms=end) == []
+    bucket_rows = [as_bucketed("j", "L", end, 2, "{}")]
+    assert by_bucket.batch({(0,): bucket_rows}, watermark_ms=end) == []
+    (keyed,) = per_key.batch({}, watermark_ms=end + 1)
+    (row,) = by_bucket.batch({}, watermark_ms=end + 1)
+    assert row_tuple(row) == row_tuple(keyed) == ("{}", None, -1, -1)

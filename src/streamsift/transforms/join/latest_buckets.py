@@ -78,8 +78,8 @@ def split_record(text: str) -> tuple[str, str, Record]:
 
 class BucketedJoinProcessor(StatefulProcessor):
     """What Spark runs per bucket: with the bucket's new records of a micro-batch, and when its
-    timer passes. A key runs the rule when it has new records or its own wake-up is at or
-    behind the watermark, exactly when a processor grouped by key would have been called for
+    timer passes. A key runs the rule when it has new records or the watermark is past its own
+    wake-up, exactly when a processor grouped by key would have been called for
     it, with the same records, state and watermark: so the rows are the same."""
 
     def __init__(self, rule: Any, left_outer: bool, row: Any) -> None:
@@ -118,7 +118,8 @@ class BucketedJoinProcessor(StatefulProcessor):
         keys: dict[str, str] = {} if stored is None else json.loads(stored[0])
         timer = NO_TIMER if stored is None else stored[1]
         watermark_ms = max(timer_values.getCurrentWatermarkInMs(), 0)
-        due = [k for k, text in keys.items() if k not in new and _wake(text) <= watermark_ms]
+        # Spark fires an event-time timer once the watermark is past it (strictly)
+        due = [k for k, text in keys.items() if k not in new and _wake(text) < watermark_ms]
         changed = False
         out: list[Any] = []
         for key_text in [*new, *due]:
@@ -136,8 +137,8 @@ class BucketedJoinProcessor(StatefulProcessor):
             if self.left_outer:
                 for lt in result.expired:
                     out.append(self.row(lt, None, NO_RECORD, NO_RECORD, watermark_ms))
-        # every key left wakes after the watermark (the due ones just ran), so the bucket's
-        # timer is never the one that just expired
+        # every key left wakes at or after the watermark (the due ones just ran), so the
+        # bucket's timer is never the one that just expired (that one was behind it)
         wake = min((_wake(t) for t in keys.values()), default=NO_TIMER)
         if wake != timer:
             if timer != NO_TIMER and timer != expired_ms:  # an expired one goes by itself
