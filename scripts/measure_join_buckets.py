@@ -59,7 +59,7 @@ def write_batches(data: Path, keys: int, dense: bool) -> None:
 def rule_on_arrow(rule: object, batches: object) -> object:
     """The `arrow` layout's function: each batch's records split by key, the rule run per key
     against a dict of the worker's (a bound on the cost, not a join: see the docstring)."""
-    from streamsift.transforms.join.latest_buckets import split_record
+    from streamsift.transforms.join.latest_buckets import records_by_key
 
     state: dict[str, tuple] = {}
     schema = pa.schema(
@@ -71,12 +71,8 @@ def rule_on_arrow(rule: object, batches: object) -> object:
         ]
     )
     for batch in batches:  # type: ignore[attr-defined]
-        new: dict[str, dict[str, list]] = {}
-        for text in batch.column(1).to_pylist():
-            side, key_text, record = split_record(text)
-            new.setdefault(key_text, {"L": [], "R": [], "T": []})[side].append(record)
         out: list[tuple] = []
-        for key_text, sides in new.items():
+        for key_text, sides in records_by_key(batch.column(1).to_pylist()).items():
             rights, lefts = state.get(key_text, ((), ()))
             result = rule(rights, lefts, sides["R"], sides["T"], sides["L"], 0, key_text == "")  # type: ignore[operator]
             state[key_text] = (result.rights, result.lefts)

@@ -21,7 +21,7 @@ key text is a NULL key: it never matches (its rights are not kept, its lefts wai
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import (
@@ -76,6 +76,22 @@ def split_record(text: str) -> tuple[str, str, Record]:
     return side, rest[:n], Record(int(et), int(partition), int(offset), rest[n:])
 
 
+def records_by_key(texts: Iterable[str]) -> dict[str, dict[str, list[Record]]]:
+    """A bucket's new records (RECORD texts) by key text, then by side (`L`, `R`, `T`)."""
+    new: dict[str, dict[str, list[Record]]] = {}
+    for text in texts:
+        side, key_text, record = split_record(text)
+        sides = new.get(key_text)
+        if sides is None:
+            sides = new[key_text] = _no_records()
+        sides[side].append(record)
+    return new
+
+
+def _no_records() -> dict[str, list[Record]]:
+    return {"L": [], "R": [], "T": []}
+
+
 class BucketedJoinProcessor(StatefulProcessor):
     """What Spark runs per bucket: with the bucket's new records of a micro-batch, and when its
     timer passes. A key runs the rule when it has new records or the watermark is past its own
@@ -94,13 +110,7 @@ class BucketedJoinProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[Any], timerValues: TimerValues
     ) -> Iterator[Any]:
-        new: dict[str, dict[str, list[Record]]] = {}
-        for row in rows:
-            side, key_text, record = split_record(row[RECORD])
-            sides = new.get(key_text)
-            if sides is None:
-                sides = new[key_text] = {"L": [], "R": [], "T": []}
-            sides[side].append(record)
+        new = records_by_key(row[RECORD] for row in rows)
         return self._bucket(new, timerValues, None)
 
     def handleExpiredTimer(
@@ -123,7 +133,7 @@ class BucketedJoinProcessor(StatefulProcessor):
         changed = False
         out: list[Any] = []
         for key_text in [*new, *due]:
-            sides = new.get(key_text) or {"L": [], "R": [], "T": []}
+            sides = new.get(key_text) or _no_records()
             before = keys.get(key_text)
             after, result = self._key(key_text, before, sides, watermark_ms)
             if after != before:
