@@ -1,0 +1,79 @@
+"""A latest join's state kept by streamsift: one Arrow table per bucket of keys, a snapshot per
+micro-batch, so that a re-run micro-batch starts from the state its first run started from.
+
+    <location>/<subpath>/b<bucket>/s-<batch id>.arrow     the bucket's state after that batch
+
+Micro-batch N reads the newest snapshot before N and writes snapshot N (a replay of N reads
+the same snapshot and writes N again, the same bytes). Spark re-runs only the last,
+uncommitted micro-batch, so once N is written the snapshots before the one N read are pruned.
+A snapshot is written aside and renamed into place on a local or shared directory; an object
+store makes an object visible only when its upload completes. `location` is a directory or
+a URL, as for dedup's shared state (transforms/dedup/shared_state.py `open_location`).
+
+The table holds the bucket's right versions and waiting left records in the join's input
+shape (latest_columnar.py decides which rows stay); this module does not look inside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from streamsift.transforms.dedup.shared_state import open_location
+
+_SNAPSHOT = re.compile(r"^s-(\d{20})\.arrow$")
+
+
+@dataclass(frozen=True)
+class BucketState:
+    """The snapshots of one bucket of a latest join's keys under `location` + `subpath`."""
+
+    location: str
+    subpath: str  # e.g. "latest-join/0/b07"
+
+    def _root(self) -> tuple[pafs.FileSystem, str]:
+        fs, base = open_location(self.location)
+        return fs, f"{base}/{self.subpath}"
+
+    def batches(self) -> list[int]:
+        """The micro-batches that have a snapshot, in order."""
+        fs, root = self._root()
+        infos = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+        return sorted(int(m.group(1)) for i in infos if (m := _SNAPSHOT.match(i.base_name)))
+
+    def read_before(self, batch_id: int) -> tuple[int | None, pa.Table | None]:
+        """The newest snapshot before micro-batch `batch_id`: its batch and table (None, None:
+        the bucket had no state yet)."""
+        earlier = [b for b in self.batches() if b < batch_id]
+        if not earlier:
+            return None, None
+        fs, root = self._root()
+        with fs.open_input_file(f"{root}/{_name(earlier[-1])}") as f:
+            return earlier[-1], pa.ipc.open_file(f).read_all()
+
+    def write(self, batch_id: int, table: pa.Table, read_from: int | None) -> None:
+        """Write the bucket's state after micro-batch `batch_id`; then prune the snapshots
+        before `read_from`, the one this batch started from (a replay needs that one)."""
+        fs, root = self._root()
+        fs.create_dir(root, recursive=True)
+        target = f"{root}/{_name(batch_id)}"
+        local = isinstance(fs, pafs.LocalFileSystem)
+        path = f"{root}/.{_name(batch_id)}.{uuid.uuid4().hex}.tmp" if local else target
+        with fs.open_output_stream(path) as out, pa.ipc.new_file(out, table.schema) as writer:
+            writer.write_table(table)
+        if local:
+            fs.move(path, target)
+        if read_from is not None:
+            for older in self.batches():
+                if older < read_from:
+                    with contextlib.suppress(FileNotFoundError):  # another attempt pruned it
+                        fs.delete_file(f"{root}/{_name(older)}")
+
+
+def _name(batch_id: int) -> str:
+    return f"s-{batch_id:020d}.arrow"
