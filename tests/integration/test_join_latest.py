@@ -17,10 +17,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from streamsift.config import parse_pipeline
-from streamsift.engine.checkpoint import latest_join_by_key
+from streamsift.engine import query
+from streamsift.engine.checkpoint import latest_join_by_key, latest_join_in_spark
 from streamsift.engine.faults import FAULT_ENV
 from streamsift.engine.runner import PipelineRunner
 from streamsift.transforms.join import plan
+from streamsift.transforms.join.latest_arrow import STATE_DIR
 from streamsift.transforms.join.latest_rule import Record, Windows, pick
 from support.cli import run_until_caught_up
 from support.clickhouse import Endpoint
@@ -60,25 +62,27 @@ INNER = {
 UNMATCHED = {"I", "G"}  # G: p3 is 35m before it, more than the right's 30m
 
 
-def by_key_join(build_join, pipeline, sides, latest_by_key=False):
-    """build_join as a streamsift from before buckets planned `mode: latest`."""
-    return build_join(pipeline, sides, True)
-
-
 def latest_doc(broker, chdb_path, tmp_path, name: str, how: str) -> dict:
     doc = orders_join_users_doc(broker, chdb_path, tmp_path, name, how, "1h")
     doc["join"]["mode"] = "latest"
     return doc
 
 
-# inner with buckets: the kill -9 test below and tests/integration/test_chaos.py
-@pytest.mark.parametrize("how, layout", [("inner", "by key"), ("left", "buckets")])
+def by_key_join(build_join, pipeline, sides, latest_by_key=False):
+    """build_join as a streamsift from before buckets planned `mode: latest`."""
+    return build_join(pipeline, sides, True)
+
+
+# inner with its own state: the kill -9 test below and tests/integration/test_chaos.py
+@pytest.mark.parametrize("how, layout", [("inner", "by key"), ("left", "own state")])
 def test_latest_version_per_order(
     how, layout, broker, chdb_path, tmp_path, unique_name, produce_messages, monkeypatch
 ):
-    """`layout` "by key": the first run writes its state grouped by key, as streamsift did
-    before buckets (transforms/join/latest_buckets.py); the later runs must find that in the
-    checkpoint and keep it."""
+    """`layout` "by key": the first run writes its state in Spark's `transformWithState`
+    grouped by key, as streamsift did before buckets (transforms/join/latest_buckets.py) and
+    before it kept the join's state itself (latest_arrow.py); the later runs must find that in
+    the checkpoint and keep it. "own state": the join streamsift keeps, as a new pipeline
+    runs it."""
     orders_topic, users_topic = f"{unique_name}_orders", f"{unique_name}_users"
     broker.create_topic(orders_topic, 3)
     broker.create_topic(users_topic, 2)
@@ -93,11 +97,16 @@ def test_latest_version_per_order(
         if i == 0 and layout == "by key":
             grouped_by_key = functools.partial(by_key_join, plan.build_join)
             monkeypatch.setattr(plan, "build_join", grouped_by_key)
+            monkeypatch.setattr(query, "arrow_latest", lambda *_: False)
         runner = PipelineRunner(pipeline)
         read += runner.run(until_caught_up=True).stats["read"]
         monkeypatch.undo()
-        by_key = latest_join_by_key(runner.checkpoint / "spark")
-        assert by_key == (layout == "by key")
+        spark = runner.checkpoint / "spark"
+        if layout == "by key":
+            assert latest_join_in_spark(spark) and latest_join_by_key(spark)
+        else:
+            assert not latest_join_in_spark(spark)
+            assert (runner.checkpoint / STATE_DIR).is_dir()
     runner = PipelineRunner(pipeline)
     rows = runner.writer.query_rows(f"SELECT order_id, name FROM {table}")
     assert sorted(rows) == sorted(INNER)  # one row per order, NULL rows not yet due

@@ -62,6 +62,26 @@ def latest_join_by_key(spark_checkpoint: Path) -> bool:
     return not any(b"latest_buckets" in p.read_bytes() for p in schemas if p.is_file())
 
 
+def latest_join_in_spark(spark_checkpoint: Path) -> bool:
+    """Whether the checkpoint holds a `join.mode: latest` state kept by Spark's
+    `transformWithState` (transforms/join/latest.py, by key or in buckets), as streamsift
+    wrote it before it kept that state itself: such a checkpoint keeps that join."""
+    if not has_batches(spark_checkpoint):
+        return False
+    schemas = (spark_checkpoint / "state").glob("*/_stateSchema/*/*")
+    return any(b"latest" in p.read_bytes() for p in schemas if p.is_file())
+
+
+def batch_watermark(spark_checkpoint: Path, batch: int) -> int:
+    """The event-time watermark (ms) Spark planned micro-batch `batch` with, from its offset
+    log entry (0 when there is none: before the first batch)."""
+    try:
+        lines = (spark_checkpoint / "offsets" / str(batch)).read_text().splitlines()
+    except OSError:
+        return 0
+    return int(json.loads(lines[1]).get("batchWatermarkMs") or 0) if len(lines) > 1 else 0
+
+
 def last_committed(spark_checkpoint: Path) -> int | None:
     """The id of the last micro-batch Spark committed; None when none was."""
     commits = spark_checkpoint / "commits"

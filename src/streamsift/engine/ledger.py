@@ -36,7 +36,7 @@ from typing import Any
 from streamsift.engine.progress import SinkCounts, offsets
 
 LEDGER_FILE = "counts.jsonl"
-SINK_KEYS = ("read", "written", "dlq", "late", "rows")
+SINK_KEYS = ("read", "written", "dlq", "late", "rows", "late_dropped")
 REPORT_KEYS = ("rows_in", "late_dropped", "read_reported")
 TOTAL_KEYS = ("read", "written", "dlq", "late", "rows_in", "filtered", "late_dropped", "batches")
 COMPACT_EVERY = 2_000  # entries appended before the file is rewritten as one total line
@@ -98,6 +98,7 @@ class Ledger:
             "dlq": counts.dlq,
             "late": counts.late,
             "rows": counts.rows,
+            "late_dropped": counts.late_dropped,
             "dlq_by_class": {f"{s}/{c}": n for (s, c), n in counts.dlq_by_class.items()},
         }
         self._record(batch, "sink", part)
@@ -182,6 +183,7 @@ class Ledger:
             by_class[key] = by_class.get(key, 0) + int(n)
         rows = int(sink.get("rows") or 0)
         total["late_dropped"] += int(report.get("late_dropped") or 0)
+        total["late_dropped"] += int(sink.get("late_dropped") or 0)  # a join in foreachBatch
         if report and not self.rows_from_sink:
             rows_in = int(report.get("rows_in") or 0)
             if self.counts_filtered:

@@ -125,6 +125,7 @@ class RunStats:
             self.rows_in += counts.rows
         self.dlq += counts.dlq
         self.late += counts.late
+        self.late_dropped += counts.late_dropped
         for key, n in counts.dlq_by_class.items():
             self.dlq_by_class[key] = self.dlq_by_class.get(key, 0) + n
         if counts.latency is not None:
@@ -222,6 +223,7 @@ class SinkCounts:
     latency: Buckets | None = None
     retries: int = 0
     rows: int = 0  # rows the sink was given: the source's rows after dedup, dead letters too
+    late_dropped: int = 0  # records a join run in foreachBatch dropped behind its watermark
 
     def __add__(self, other: SinkCounts) -> SinkCounts:
         by_class = dict(self.dlq_by_class)
@@ -240,6 +242,7 @@ class SinkCounts:
             latency,
             self.retries + other.retries,
             self.rows + other.rows,
+            self.late_dropped + other.late_dropped,
         )
 
     def as_json(self) -> str:

@@ -30,7 +30,7 @@ from streamsift.config.models import (
 )
 from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, PRE_ERROR, RIGHT_RECORD_COLUMNS
 from streamsift.engine.arrow_passthrough import PassThroughProcessor, use_pass_through
-from streamsift.engine.checkpoint import latest_join_by_key
+from streamsift.engine.checkpoint import batch_watermark, latest_join_by_key, latest_join_in_spark
 from streamsift.engine.processor import SourceProcessor
 from streamsift.engine.registry_fields import schema_lookup
 from streamsift.sources.kafka import KafkaStreamReader, make_data_source
@@ -53,6 +53,8 @@ class StreamPlan:
     # The Arrow pass-through (engine/arrow_passthrough.py): the output frame's Arrow schema;
     # the frame's rows then carry serialized chunks of it. None: the frame holds the rows.
     arrow_schema: Any = None
+    # A join run in foreachBatch (transforms/join/latest_arrow.py): `frame` holds its input.
+    batch_join: BatchJoin | None = None
 
     @property
     def data_path(self) -> str:
@@ -93,9 +95,7 @@ def build_stream(
     the dedup state's shared location (transforms/dedup/carry_over.py `state_location`)."""
     initial: dict[str, int] = {}
     if pipeline.join is not None:
-        from pyspark.sql import functions as F
-
-        from streamsift.transforms.join.plan import build_join, payload_of_joined_rows
+        from streamsift.transforms.join.plan import build_join
 
         sides = {}
         for i, src in enumerate(pipeline.sources or ()):
@@ -104,16 +104,20 @@ def build_stream(
                 spark, pipeline, src, src.dedup, stage, checkpoint, new_query, initial, state_url
             )
             sides[src.id] = (frame, _scope_after(source_scope(src), stage))
+        if arrow_latest(pipeline, checkpoint / "spark", new_query):
+            from streamsift.transforms.join.latest_arrow import clear_latest_state
+            from streamsift.transforms.join.plan import build_arrow_latest
+
+            location = state_url or str(checkpoint)
+            if new_query:
+                clear_latest_state(location)
+            frame, scope, arrow_join = build_arrow_latest(pipeline, sides, location)
+            batch_join = BatchJoin(arrow_join, pipeline, scope, checkpoint / "spark")
+            return StreamPlan(frame, initial, batch_join=batch_join)
         # a checkpoint from before latest joins kept their keys in buckets keeps its layout
         by_key = not new_query and latest_join_by_key(checkpoint / "spark")
         frame, scope = build_join(pipeline, sides, by_key)
-        after = Stage(pipeline.transform, pipeline.filter)
-        if not after.empty:
-            frame = frame.withColumn(PRE_ERROR, F.col("_error").isNotNull())
-            frame = apply_stage(frame, after, scope)
-            scope = _scope_after(scope, after)
-            frame = payload_of_joined_rows(frame, scope)
-        return StreamPlan(output_frame(frame, pipeline, scope), initial)
+        return StreamPlan(after_join(frame, pipeline, scope), initial)
 
     (src,) = pipeline.inputs
     stage = Stage(pipeline.transform, pipeline.filter)
@@ -127,6 +131,56 @@ def build_stream(
     return StreamPlan(
         output_frame(frame, pipeline, _scope_after(source_scope(src), stage)), initial
     )
+
+
+def after_join(frame: Any, pipeline: Pipeline, scope: dict[str, FieldRef]) -> Any:
+    """The joined rows (and dead letters) through the stage after the join, as the output
+    frame."""
+    from pyspark.sql import functions as F
+
+    from streamsift.transforms.join.plan import payload_of_joined_rows
+
+    after = Stage(pipeline.transform, pipeline.filter)
+    if not after.empty:
+        frame = frame.withColumn(PRE_ERROR, F.col("_error").isNotNull())
+        frame = apply_stage(frame, after, scope)
+        scope = _scope_after(scope, after)
+        frame = payload_of_joined_rows(frame, scope)
+    return output_frame(frame, pipeline, scope)
+
+
+def arrow_latest(pipeline: Pipeline, spark_checkpoint: Path, new_query: bool) -> bool:
+    """Whether the pipeline's join runs on Arrow batches with state streamsift keeps
+    (transforms/join/latest_arrow.py): a single `mode: latest` join on a checkpoint that holds
+    no latest join state of Spark's (written by a streamsift from before: it keeps that)."""
+    steps = pipeline.joins
+    if len(steps) != 1 or steps[0].mode is not JoinMode.LATEST:
+        return False
+    return new_query or not latest_join_in_spark(spark_checkpoint)
+
+
+@dataclass(frozen=True)
+class BatchJoin:
+    """A join run on each micro-batch in foreachBatch (transforms/join/latest_arrow.py), and
+    the stages after it."""
+
+    join: Any  # ArrowLatestJoin
+    pipeline: Pipeline
+    scope: dict[str, FieldRef]
+    spark_checkpoint: Path
+
+    def frame(self, df: Any, batch_id: int) -> Any:
+        """The micro-batch's output frame."""
+        watermarks = (
+            batch_watermark(self.spark_checkpoint, batch_id - 1),
+            batch_watermark(self.spark_checkpoint, batch_id),
+        )
+        joined = self.join.joined(df, batch_id, watermarks)
+        return after_join(joined, self.pipeline, self.scope)
+
+    def late(self, batch_id: int) -> int:
+        """Records the micro-batch dropped behind the join's watermark."""
+        return int(self.join.late(batch_id))
 
 
 def read_source(

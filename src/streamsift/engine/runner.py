@@ -44,7 +44,13 @@ from streamsift.engine.ledger import Ledger
 from streamsift.engine.new_columns import SchemaDrift, drift_enabled
 from streamsift.engine.progress import RunStats, lag_by_partition
 from streamsift.engine.progress_feed import ProgressFeed
-from streamsift.engine.query import WAKE_FILE, build_stream, data_path_of, source_name
+from streamsift.engine.query import (
+    WAKE_FILE,
+    BatchJoin,
+    build_stream,
+    data_path_of,
+    source_name,
+)
 from streamsift.engine.query_failures import explain_failure, was_interrupted
 from streamsift.engine.registry_fields import require_fields
 from streamsift.engine.signals import StopFlag, StopRequested
@@ -155,6 +161,7 @@ class PipelineRunner:
         # Set per query: the output frame's Arrow schema on the pass-through (its rows carry
         # serialized chunks; engine/arrow_passthrough.py), else None (the row path).
         self.arrow_schema: pa.Schema | None = None
+        self.batch_join: BatchJoin | None = None  # a join run in foreachBatch (query.py)
         self._progress = ProgressFeed()
         self.state_size = StateSize(self.checkpoint)
         # seconds from the run's start to each step of its start-up (where a start's time goes)
@@ -210,6 +217,7 @@ class PipelineRunner:
         plan = build_stream(spark, self.pipeline, self.checkpoint, new_query, self.state_url)
         self.stats.initial_offsets = plan.initial_offsets
         self.arrow_schema = plan.arrow_schema
+        self.batch_join = plan.batch_join
         # On the pass-through, Spark counts chunks: the sink counts the source's rows.
         self.stats.rows_from_sink = plan.arrow_schema is not None
         self.stats.counts_filtered = self.pipeline.join is None and self.pipeline.filter is not None
@@ -453,6 +461,8 @@ class PipelineRunner:
 
     def _write(self, df: Any, batch_id: int) -> None:
         """Write rows and dead letters, on the driver or on the executors (see __init__)."""
+        if self.batch_join is not None:
+            df = self.batch_join.frame(df, batch_id)
         batch = BatchToWrite(
             df,
             self._query_id_from_checkpoint(),
@@ -462,6 +472,8 @@ class PipelineRunner:
             None if self.drift is None else lambda flagged: self._add_columns(flagged, batch_id),
         )
         counts = self.strategy.write(batch)
+        if self.batch_join is not None:
+            counts = replace(counts, late_dropped=self.batch_join.late(batch_id))
         if self.ledger is not None:  # before Spark commits the batch (engine/ledger.py)
             self.ledger.record_sink(batch_id, self._read_of(batch_id), counts)
         self.stats.add_counts(counts, batch_id)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from streamsift.transforms.join.latest_state import BucketState
+from streamsift.transforms.join.latest_state import BucketState, clear, partitions
 
 
 def table(*offsets: int) -> pa.Table:
@@ -51,3 +51,17 @@ def test_no_partial_snapshot_is_left_behind(tmp_path: Path) -> None:
     state.write(0, table(1), read_from=None)
     names = sorted(p.name for p in (tmp_path / "b01").iterdir())
     assert names == ["s-00000000000000000000.arrow"]  # written aside, renamed into place
+
+
+def test_a_fresh_query_starts_from_no_state_whatever_the_location_holds(tmp_path: Path) -> None:
+    """A shared location can outlive a checkpoint: its snapshots' batch ids would be taken for
+    the new query's, so a query without micro-batches clears them first."""
+    old = BucketState(str(tmp_path), "latest-join/p0")
+    old.write(57, table(1).replace_schema_metadata({b"late": b"3"}), read_from=None)
+    assert partitions(str(tmp_path), "latest-join") == ["latest-join/p0"]
+    assert old.metadata(57) == {b"late": b"3"}
+    assert old.metadata(58) is None
+    clear(str(tmp_path), "latest-join")
+    assert partitions(str(tmp_path), "latest-join") == []
+    assert old.read_before(60) == (None, None)
+    clear(str(tmp_path), "latest-join")  # nothing there: nothing to do

@@ -56,6 +56,15 @@ class BucketState:
         with fs.open_input_file(f"{root}/{_name(earlier[-1])}") as f:
             return earlier[-1], pa.ipc.open_file(f).read_all()
 
+    def metadata(self, batch_id: int) -> dict[bytes, bytes] | None:
+        """The schema metadata of snapshot `batch_id` (None: there is none)."""
+        fs, root = self._root()
+        try:
+            with fs.open_input_file(f"{root}/{_name(batch_id)}") as f:
+                return pa.ipc.open_file(f).schema.metadata or {}
+        except FileNotFoundError:
+            return None
+
     def write(self, batch_id: int, table: pa.Table, read_from: int | None) -> None:
         """Write the bucket's state after micro-batch `batch_id`; then prune the snapshots
         before `read_from`, the one this batch started from (a replay needs that one)."""
@@ -77,3 +86,19 @@ class BucketState:
 
 def _name(batch_id: int) -> str:
     return f"s-{batch_id:020d}.arrow"
+
+
+def partitions(location: str, under: str) -> list[str]:
+    """The subpaths under `location` + `under` that hold a bucket's snapshots."""
+    fs, base = open_location(location)
+    infos = fs.get_file_info(pafs.FileSelector(f"{base}/{under}", allow_not_found=True))
+    return sorted(f"{under}/{i.base_name}" for i in infos if i.type == pafs.FileType.Directory)
+
+
+def clear(location: str, under: str) -> None:
+    """Remove every snapshot under `location` + `under`: a query that starts afresh (no
+    micro-batch in its checkpoint) starts from no state, whatever a shared location still
+    holds from before (its batch ids would be taken for this query's)."""
+    fs, base = open_location(location)
+    with contextlib.suppress(FileNotFoundError):
+        fs.delete_dir(f"{base}/{under}")

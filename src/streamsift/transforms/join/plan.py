@@ -292,3 +292,73 @@ def _of_joined_row(column: MetaColumn, left_source: str) -> Any:
     else:
         value = F.col(column.joined)
     return value.alias(column.name)
+
+
+def build_arrow_latest(
+    pipeline: Pipeline, sides: dict[str, tuple[Any, dict[str, FieldRef]]], location: str
+) -> tuple[Any, dict[str, FieldRef], Any]:
+    """A single `mode: latest` join whose state streamsift keeps (transforms/join/
+    latest_arrow.py): the streaming frame that brings both sides' records and dead letters
+    together, shuffled by bucket; the joined rows' scope; and the join to run on each
+    micro-batch of that frame. `location`: where the state lives (a directory or URL)."""
+    from pyspark.sql import functions as F
+
+    from streamsift.transforms.join.latest_arrow import EVENT_US, KIND, ArrowLatestJoin
+    from streamsift.transforms.join.latest_buckets import BUCKET, KEY_TEXT
+    from streamsift.transforms.join.latest_rule import Windows
+
+    (join,) = pipeline.joins
+    left_source, right_source = join.left.source or "", join.right.source or ""
+    left_frame, left_scope = sides[left_source]
+    right_frame, right_scope = sides[right_source]
+    key_types = []
+    for lk, rk in zip(join.left.key, join.right.key, strict=True):
+        lt, rt = left_scope[lk].type, right_scope[rk].type
+        key_types.append(SPARK_SQL_TYPES[FieldType.FLOAT if lt != rt else lt])
+    left = _prepared(join, left_frame, left_scope, "left", key_types, False)
+    right = _prepared(join, right_frame, right_scope, "right", key_types, False)
+
+    fields: list[tuple[str, str, str]] = []
+    typed: list[tuple[str, str, str, str]] = []  # input column, source column, side, type
+    scope: dict[str, FieldRef] = {}
+    for i, out in enumerate(join.output):
+        ref = (left_scope if out.from_ == "left" else right_scope)[out.field]
+        fields.append((f"_f{i}", out.column, out.from_))
+        typed.append((f"_f{i}", ref.column, out.from_, SPARK_SQL_TYPES[ref.type]))
+        scope[out.name] = FieldRef(out.name, out.column, ref.type)
+
+    def shaped(frame: Any, side: str) -> Any:
+        kind = F.when(F.col(JOIN_SPLIT), F.lit(side[0].upper())).otherwise(F.lit("D"))
+        columns = [
+            kind.alias(KIND),
+            F.unix_micros("_event_time").alias(EVENT_US),
+            F.col(KEY_TEXT),
+            F.col(BUCKET),
+        ]
+        for name, column, from_, sql_type in typed:
+            value = F.col(column) if from_ == side else F.lit(None).cast(sql_type)
+            columns.append(value.alias(name))
+        for meta in OUTPUT_COLUMNS:
+            if meta.name in frame.columns:
+                columns.append(F.col(meta.name))
+            else:  # the matched right record's position: a source's row has none
+                columns.append(F.lit(NO_RECORD).cast(meta.sql_type).alias(meta.name))
+        return frame.select(*columns)
+
+    # Spark runs a micro-batch without data, when the watermark moves, only for a query with
+    # a stateful operator: this one never receives a row (the same trick as the split). It
+    # comes first in the union: the left side's shuffle is planned once, where it comes
+    # first, and Spark finds the operator's watermark only below a shuffle it planned, not
+    # below one it reuses.
+    never = left.filter(F.expr("spark_partition_id() < 0")).dropDuplicatesWithinWatermark([BUCKET])
+    frame = shaped(never, "left").unionByName(shaped(left, "left"))
+    frame = frame.unionByName(shaped(right, "right"))
+    ddl = ", ".join(
+        [f"`{out}` {t}" for (_, _, _, t), (_, out, _) in zip(typed, fields, strict=True)]
+        + [f"`{m.name}` {m.sql_type}" for m in OUTPUT_COLUMNS]
+    )
+    windows = Windows(_micros(join.left_window), _micros(join.right_window))
+    arrow_join = ArrowLatestJoin(
+        location, windows, join.type is JoinType.LEFT, left_source, tuple(fields), ddl
+    )
+    return frame, scope, arrow_join

@@ -215,7 +215,10 @@ def _run_streamsift(
         out["late_dropped"] = stats["late_dropped"]
         out["join_mode"] = join.get("mode", "interval")
         out["stats_read_matches"] = stats["read"] == out["messages"]
-        out["join_state_bytes"] = dir_bytes(work / "checkpoint" / "spark" / "state")
+        # Spark's state stores, and a latest join's own state (transforms/join/latest_arrow.py)
+        out["join_state_bytes"] = dir_bytes(work / "checkpoint" / "spark" / "state") + dir_bytes(
+            work / "checkpoint" / "latest-join"
+        )
     if live:
         latency_path = Path(spec["latency_path"])
         rows = runner.writer.query_rows(
