@@ -1,4 +1,4 @@
-"""A latest join's state by bucket and micro-batch (transforms/join/latest_state.py): a re-run
+"""A latest join's state by part of its keys and micro-batch (transforms/join/latest_state.py): a re-run
 micro-batch reads what its first run read, and pruning keeps what a replay needs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from streamsift.transforms.join.latest_state import BucketState, clear, partitions
+from streamsift.transforms.join.latest_state import PartState, clear, partitions
 
 
 def table(*offsets: int) -> pa.Table:
@@ -17,7 +17,7 @@ def table(*offsets: int) -> pa.Table:
 def test_a_batch_reads_the_newest_snapshot_before_it_and_a_replay_reads_the_same(
     tmp_path: Path,
 ) -> None:
-    state = BucketState(str(tmp_path), "latest-join/0/b07")
+    state = PartState(str(tmp_path), "latest-join/0/b07")
     assert state.read_before(0) == (None, None)
     state.write(0, table(1), read_from=None)
     state.write(1, table(1, 2), read_from=0)
@@ -34,12 +34,12 @@ def test_a_batch_reads_the_newest_snapshot_before_it_and_a_replay_reads_the_same
 
 
 def test_writing_prunes_only_the_snapshots_before_the_one_read(tmp_path: Path) -> None:
-    state = BucketState(str(tmp_path), "b00")
+    state = PartState(str(tmp_path), "b00")
     for batch in range(4):
         read_from, _ = state.read_before(batch)
         state.write(batch, table(batch), read_from)
     assert state.batches() == [2, 3]  # 3 read 2; a replay of 3 reads 2 again
-    # a bucket untouched for a while: its last snapshot stays until a later one is written
+    # a part untouched for a while: its last snapshot stays until a later one is written
     read_from, _ = state.read_before(9)
     assert read_from == 3
     state.write(9, table(9), read_from)
@@ -47,7 +47,7 @@ def test_writing_prunes_only_the_snapshots_before_the_one_read(tmp_path: Path) -
 
 
 def test_no_partial_snapshot_is_left_behind(tmp_path: Path) -> None:
-    state = BucketState(str(tmp_path), "b01")
+    state = PartState(str(tmp_path), "b01")
     state.write(0, table(1), read_from=None)
     names = sorted(p.name for p in (tmp_path / "b01").iterdir())
     assert names == ["s-00000000000000000000.arrow"]  # written aside, renamed into place
@@ -56,7 +56,7 @@ def test_no_partial_snapshot_is_left_behind(tmp_path: Path) -> None:
 def test_a_fresh_query_starts_from_no_state_whatever_the_location_holds(tmp_path: Path) -> None:
     """A shared location can outlive a checkpoint: its snapshots' batch ids would be taken for
     the new query's, so a query without micro-batches clears them first."""
-    old = BucketState(str(tmp_path), "latest-join/p0")
+    old = PartState(str(tmp_path), "latest-join/p0")
     old.write(57, table(1).replace_schema_metadata({b"late": b"3"}), read_from=None)
     assert partitions(str(tmp_path), "latest-join") == ["latest-join/p0"]
     assert old.metadata(57) == {b"late": b"3"}

@@ -1,5 +1,8 @@
-"""`join.mode: latest` in Spark: one row per left record, with the right version current at
-its event time (the rule and its state: transforms/join/latest_rule.py). `join.mode: table`
+"""`join.mode: latest` in Spark's `transformWithState`: one row per left record, with the right
+version current at its event time (the rule and its state: transforms/join/latest_rule.py).
+A single latest join on a new checkpoint runs with state streamsift keeps instead
+(latest_arrow.py); this processor runs the latest steps of a chain of joins and a latest join
+whose checkpoint holds its state (engine/checkpoint.py `latest_join_in_spark`). `join.mode: table`
 runs in the processor grouped by key (LatestJoinProcessor) with the table's rule
 (transforms/join/table_rule.py): its right rows (values, and tombstones marked `T`) carry a
 far-future time in the grouped frame, so Spark's late-row filter, which only the left side's

@@ -34,7 +34,7 @@ from streamsift.config.rows import NO_RECORD, OUTPUT_COLUMNS, RIGHT_RECORD_COLUM
 from streamsift.transforms.join.latest_buckets import KEY_TEXT
 from streamsift.transforms.join.latest_columnar import Columns, join_columns
 from streamsift.transforms.join.latest_rule import Windows
-from streamsift.transforms.join.latest_state import BucketState, clear, partitions
+from streamsift.transforms.join.latest_state import PartState, clear, partitions
 
 STATE_DIR = "latest-join"  # under the checkpoint, or the shared state location
 KIND = "_kind"  # L: a left record, R: a right one, D: a dead letter passed through
@@ -68,7 +68,7 @@ class ArrowLatestJoin:
     def late(self, batch_id: int) -> int:
         """Records micro-batch `batch_id` dropped behind the watermark, over its partitions."""
         return sum(
-            int((BucketState(self.location, part).metadata(batch_id) or {}).get(LATE_KEY, 0))
+            int((PartState(self.location, part).metadata(batch_id) or {}).get(LATE_KEY, 0))
             for part in partitions(self.location, STATE_DIR)
         )
 
@@ -77,7 +77,7 @@ class ArrowLatestJoin:
     ) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
-        state = BucketState(self.location, f"{STATE_DIR}/p{TaskContext.get().partitionId()}")
+        state = PartState(self.location, f"{STATE_DIR}/p{TaskContext.get().partitionId()}")
         read_from, stored = state.read_before(batch_id)
         given = list(batches)
         if not given and stored is None:

@@ -17,6 +17,7 @@ backward takes the last version at or before `tl`, forward the first after it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -69,25 +70,9 @@ def join_columns(rights: Columns, lefts: Columns, watermark_us: int, w: Windows)
     left = lefts.frame("li").drop_duplicates(["k", *_POSITION])
     left = left.sort_values(_POSITION, kind="stable")
     versions = r[["k", "et", "ri"]]
-    before = pd.merge_asof(
-        left,
-        versions,
-        on="et",
-        by="k",
-        direction="backward",
-        tolerance=w.right_us,
-        allow_exact_matches=True,
-    )
+    before = _pick(left, versions, "backward", w.right_us)  # the last with tl - Wr <= tr <= tl
     hit = before["ri"].notna().to_numpy()
-    after = pd.merge_asof(
-        left[~hit],
-        versions,
-        on="et",
-        by="k",
-        direction="forward",
-        tolerance=w.left_us,
-        allow_exact_matches=False,
-    )
+    after = _pick(left[~hit], versions, "forward", w.left_us)  # the first, tl < tr <= tl + Wl
     later = after["ri"].notna().to_numpy()
     matched = pd.concat([before[hit], after[later]]).sort_values(_POSITION, kind="stable")
     unmatched = after[~later]
@@ -98,6 +83,20 @@ def join_columns(rights: Columns, lefts: Columns, watermark_us: int, w: Windows)
         expired=unmatched["li"].to_numpy(dtype=np.int64)[ends <= watermark_us],
         kept_rights=_pruned(r, watermark_us - w.slack_us, w),
         waiting=unmatched["li"].to_numpy(dtype=np.int64)[ends > watermark_us],
+    )
+
+
+def _pick(lefts: pd.DataFrame, versions: pd.DataFrame, direction: str, window_us: int) -> Any:
+    """Each left record's version of its key in `direction` within `window_us` (`ri` NaN:
+    none); backward takes a version at the left record's time, forward only a later one."""
+    return pd.merge_asof(
+        lefts,
+        versions,
+        on="et",
+        by="k",
+        direction=direction,
+        tolerance=window_us,
+        allow_exact_matches=direction == "backward",
     )
 
 

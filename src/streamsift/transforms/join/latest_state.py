@@ -1,7 +1,8 @@
-"""A latest join's state kept by streamsift: one Arrow table per bucket of keys, a snapshot per
-micro-batch, so that a re-run micro-batch starts from the state its first run started from.
+"""A latest join's state kept by streamsift: one Arrow table per part of the join's keys (the
+keys of one shuffle partition), a snapshot per micro-batch, so that a re-run micro-batch
+starts from the state its first run started from.
 
-    <location>/<subpath>/b<bucket>/s-<batch id>.arrow     the bucket's state after that batch
+    <location>/<under>/p<part>/s-<batch id>.arrow     the part's state after that batch
 
 Micro-batch N reads the newest snapshot before N and writes snapshot N (a replay of N reads
 the same snapshot and writes N again, the same bytes). Spark re-runs only the last,
@@ -10,8 +11,9 @@ A snapshot is written aside and renamed into place on a local or shared director
 store makes an object visible only when its upload completes. `location` is a directory or
 a URL, as for dedup's shared state (transforms/dedup/shared_state.py `open_location`).
 
-The table holds the bucket's right versions and waiting left records in the join's input
-shape (latest_columnar.py decides which rows stay); this module does not look inside it.
+The table holds the part's right versions and waiting left records in the join's input
+shape (latest_columnar.py decides which rows stay); this module does not look inside it,
+but for the snapshot's metadata (latest_arrow.py keeps the batch's late records there).
 """
 
 from __future__ import annotations
@@ -30,11 +32,11 @@ _SNAPSHOT = re.compile(r"^s-(\d{20})\.arrow$")
 
 
 @dataclass(frozen=True)
-class BucketState:
-    """The snapshots of one bucket of a latest join's keys under `location` + `subpath`."""
+class PartState:
+    """The snapshots of one part of a latest join's keys under `location` + `subpath`."""
 
     location: str
-    subpath: str  # e.g. "latest-join/0/b07"
+    subpath: str  # e.g. "latest-join/p1"
 
     def _root(self) -> tuple[pafs.FileSystem, str]:
         fs, base = open_location(self.location)
@@ -48,7 +50,7 @@ class BucketState:
 
     def read_before(self, batch_id: int) -> tuple[int | None, pa.Table | None]:
         """The newest snapshot before micro-batch `batch_id`: its batch and table (None, None:
-        the bucket had no state yet)."""
+        the part had no state yet)."""
         earlier = [b for b in self.batches() if b < batch_id]
         if not earlier:
             return None, None
@@ -66,7 +68,7 @@ class BucketState:
             return None
 
     def write(self, batch_id: int, table: pa.Table, read_from: int | None) -> None:
-        """Write the bucket's state after micro-batch `batch_id`; then prune the snapshots
+        """Write the part's state after micro-batch `batch_id`; then prune the snapshots
         before `read_from`, the one this batch started from (a replay needs that one)."""
         fs, root = self._root()
         fs.create_dir(root, recursive=True)
@@ -89,7 +91,7 @@ def _name(batch_id: int) -> str:
 
 
 def partitions(location: str, under: str) -> list[str]:
-    """The subpaths under `location` + `under` that hold a bucket's snapshots."""
+    """The subpaths under `location` + `under` that hold a part's snapshots."""
     fs, base = open_location(location)
     infos = fs.get_file_info(pafs.FileSelector(f"{base}/{under}", allow_not_found=True))
     return sorted(f"{under}/{i.base_name}" for i in infos if i.type == pafs.FileType.Directory)

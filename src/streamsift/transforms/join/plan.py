@@ -4,7 +4,8 @@ Spark's stream-stream join does the work: watermarks on both sides' `_event_time
 by `join.allowed_lateness`), equality of the key(s), and the event-time range
 `left.t - right.time_window <= right.t <= left.t + left.time_window`, in append mode, inner
 or left outer. Spark drops (and counts) records behind the watermark; see docs/semantics.md.
-`mode: latest` and `mode: table` go through transforms/join/latest.py instead; a table side
+`mode: latest` and `mode: table` go through transforms/join/latest.py instead, and a single
+latest join on a new checkpoint through latest_arrow.py (`build_arrow_latest`); a table side
 has no watermark (the left's alone moves time) and its tombstones take their key from the
 Kafka key.
 Dead letters reach this point with a null `_event_time` (engine/processor.py), so they never
