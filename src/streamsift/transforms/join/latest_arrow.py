@@ -1,11 +1,11 @@
 """`join.mode: latest` with its state kept by streamsift, on Arrow batches, in `foreachBatch`.
 
 The streaming query only brings both sides together: each side's records (its output fields
-as they are, no JSON), shuffled by the key's canonical text, and its dead letters, in one
-frame (`input_frame`). The join runs per micro-batch (`ArrowLatestJoin.joined`): a
-`mapInArrow` over that frame, one task per shuffle partition, each with the partition's state
-(latest_state.py: an Arrow snapshot per micro-batch) and the rule on columns
-(latest_columnar.py). A re-run micro-batch reads the snapshot its first run read and gets
+as they are, no JSON), shuffled by a bucket of the key's canonical text, and its dead
+letters, in one frame (plan.py `build_arrow_latest`). The join runs per micro-batch
+(`ArrowLatestJoin.joined`): a `mapInArrow` over that frame, one task per shuffle
+partition, each with the partition's state (latest_state.py: an Arrow snapshot per
+micro-batch) and the rule on columns (latest_columnar.py). A re-run micro-batch reads the snapshot its first run read and gets
 the same watermark from Spark's offset log, so it makes the same rows.
 
 Time, as in the `transformWithState` join (latest.py): Spark keeps the watermark (both sides'
@@ -45,7 +45,8 @@ LEFT_META = ("_topic", "_partition", "_offset", "_kafka_ts", "_late")
 
 @dataclass(frozen=True)
 class ArrowLatestJoin:
-    """Picklable: built on the driver (`input_frame`), run per micro-batch (`joined`).
+    """Picklable: built on the driver (plan.py `build_arrow_latest`), run per micro-batch
+    (`joined`).
 
     `fields`: (input column, output column, side) per output field, in the join's order."""
 
