@@ -5,8 +5,9 @@ as they are, no JSON), shuffled by a bucket of the key's canonical text, and its
 letters, in one frame (plan.py `build_arrow_latest`). The join runs per micro-batch
 (`ArrowLatestJoin.joined`): a `mapInArrow` over that frame, one task per shuffle
 partition, each with the partition's state (latest_state.py: an Arrow snapshot per
-micro-batch) and the rule on columns (latest_columnar.py). A re-run micro-batch reads the snapshot its first run read and gets
-the same watermark from Spark's offset log, so it makes the same rows.
+micro-batch) and the rule on columns (latest_columnar.py). A re-run micro-batch reads the
+snapshot its first run read and gets the same watermark from Spark's offset log, so it makes
+the same rows.
 
 Time, as in the `transformWithState` join (latest.py): Spark keeps the watermark (both sides'
 `withWatermark`, the smaller); a record at or behind the previous micro-batch's watermark is
