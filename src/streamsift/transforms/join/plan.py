@@ -114,10 +114,7 @@ def _join_step(
     sources (a chain step's left side, the previous step's rows, has none)."""
     from pyspark.sql import functions as F
 
-    key_types = []
-    for lk, rk in zip(join.left.key, join.right.key, strict=True):
-        lt, rt = left_scope[lk].type, right_scope[rk].type
-        key_types.append(SPARK_SQL_TYPES[FieldType.FLOAT if lt != rt else lt])
+    key_types = _key_types(join, left_scope, right_scope)
     left_is_step = chain is not None and chain.left_is_step
     if left_is_step:
         left = left_frame.withColumns(
@@ -146,6 +143,17 @@ def _join_step(
     else:
         pairs, scope = _interval_pairs(join, left, right, left_scope, right_scope, chain)
     return pairs, scope, [right] if left_is_step else [left, right]
+
+
+def _key_types(
+    join: Join, left_scope: dict[str, FieldRef], right_scope: dict[str, FieldRef]
+) -> list[str]:
+    """The SQL type each join key is compared in: its own, or FLOAT where the sides differ."""
+    types = []
+    for lk, rk in zip(join.left.key, join.right.key, strict=True):
+        lt, rt = left_scope[lk].type, right_scope[rk].type
+        types.append(SPARK_SQL_TYPES[FieldType.FLOAT if lt != rt else lt])
+    return types
 
 
 def _prepared(
@@ -312,10 +320,7 @@ def build_arrow_latest(
     left_source, right_source = join.left.source or "", join.right.source or ""
     left_frame, left_scope = sides[left_source]
     right_frame, right_scope = sides[right_source]
-    key_types = []
-    for lk, rk in zip(join.left.key, join.right.key, strict=True):
-        lt, rt = left_scope[lk].type, right_scope[rk].type
-        key_types.append(SPARK_SQL_TYPES[FieldType.FLOAT if lt != rt else lt])
+    key_types = _key_types(join, left_scope, right_scope)
     left = _prepared(join, left_frame, left_scope, "left", key_types, False)
     right = _prepared(join, right_frame, right_scope, "right", key_types, False)
 
