@@ -56,20 +56,23 @@ def latest_join_by_key(spark_checkpoint: Path) -> bool:
     written grouped by key, by a streamsift from before buckets, and keeps that layout (Spark
     refuses state whose grouping changed). Spark records each stateful operator's state
     names in `state/<operator>/_stateSchema/`."""
-    if not has_batches(spark_checkpoint):
-        return False
-    schemas = (spark_checkpoint / "state").glob("*/_stateSchema/*/*")
-    return not any(b"latest_buckets" in p.read_bytes() for p in schemas if p.is_file())
+    return has_batches(spark_checkpoint) and not _state_names_hold(
+        spark_checkpoint, b"latest_buckets"
+    )
 
 
 def latest_join_in_spark(spark_checkpoint: Path) -> bool:
     """Whether the checkpoint holds a `join.mode: latest` state kept by Spark's
     `transformWithState` (transforms/join/latest.py, by key or in buckets), as streamsift
     wrote it before it kept that state itself: such a checkpoint keeps that join."""
-    if not has_batches(spark_checkpoint):
-        return False
+    return has_batches(spark_checkpoint) and _state_names_hold(spark_checkpoint, b"latest")
+
+
+def _state_names_hold(spark_checkpoint: Path, text: bytes) -> bool:
+    """Whether a stateful operator's recorded state schema mentions `text` (Spark records
+    each operator's state names in `state/<operator>/_stateSchema/`)."""
     schemas = (spark_checkpoint / "state").glob("*/_stateSchema/*/*")
-    return any(b"latest" in p.read_bytes() for p in schemas if p.is_file())
+    return any(text in p.read_bytes() for p in schemas if p.is_file())
 
 
 def batch_watermark(spark_checkpoint: Path, batch: int) -> int:

@@ -29,7 +29,7 @@ import shutil
 import struct
 import tempfile
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,16 +117,8 @@ class SharedPartitionState:
             values.append(v)
         table = pa.table([pa.array(keys, pa.binary()), pa.array(values, pa.binary())], _SCHEMA)
         fs, root = self._fs()
-        fs.create_dir(root, recursive=True)
-        # A local or shared directory: write aside, then rename (atomic). An object store
-        # makes an object visible only when its upload completes.
-        local = isinstance(fs, pafs.LocalFileSystem)
-        target = f"{root}/{name}"
-        path = f"{root}/.{name}.{uuid.uuid4().hex}.tmp" if local else target
-        with fs.open_output_stream(path) as out, pa.ipc.new_stream(out, _SCHEMA) as writer:
+        with whole_file(fs, root, name) as out, pa.ipc.new_stream(out, _SCHEMA) as writer:
             writer.write_table(table)
-        if local:
-            fs.move(path, target)
 
     def prune(self, keep_snapshot_from: int) -> None:
         """Delete snapshots before `keep_snapshot_from` and changelogs ending at or before it."""
@@ -188,6 +180,21 @@ class CachedState:
                 self.shared.prune(previous[-1])
             since = 0
         db[CACHE_KEY] = _CACHE.pack(end, since)
+
+
+@contextlib.contextmanager
+def whole_file(fs: pafs.FileSystem, directory: str, name: str) -> Iterator[pa.NativeFile]:
+    """An output stream whose file `directory/name` appears whole or not at all: on a local
+    or shared directory it is written aside and renamed into place (atomic); an object store
+    makes an object visible only when its upload completes. The directory is created."""
+    fs.create_dir(directory, recursive=True)
+    target = f"{directory}/{name}"
+    local = isinstance(fs, pafs.LocalFileSystem)
+    path = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp" if local else target
+    with fs.open_output_stream(path) as out:
+        yield out
+    if local:
+        fs.move(path, target)
 
 
 def open_db(path: Path) -> Rdict:

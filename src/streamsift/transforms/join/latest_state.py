@@ -7,8 +7,8 @@ starts from the state its first run started from.
 Micro-batch N reads the newest snapshot before N and writes snapshot N (a replay of N reads
 the same snapshot and writes N again, the same bytes). Spark re-runs only the last,
 uncommitted micro-batch, so once N is written the snapshots before the one N read are pruned.
-A snapshot is written aside and renamed into place on a local or shared directory; an object
-store makes an object visible only when its upload completes. `location` is a directory or
+A snapshot appears whole or not at all (shared_state.py `whole_file`, as dedup's
+changelogs). `location` is a directory or
 a URL, as for dedup's shared state (transforms/dedup/shared_state.py `open_location`).
 
 The table holds the part's right versions and waiting left records in the join's input
@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from streamsift.transforms.dedup.shared_state import open_location
+from streamsift.transforms.dedup.shared_state import open_location, whole_file
 
 _SNAPSHOT = re.compile(r"^s-(\d{20})\.arrow$")
 
@@ -71,14 +70,11 @@ class PartState:
         """Write the part's state after micro-batch `batch_id`; then prune the snapshots
         before `read_from`, the one this batch started from (a replay needs that one)."""
         fs, root = self._root()
-        fs.create_dir(root, recursive=True)
-        target = f"{root}/{_name(batch_id)}"
-        local = isinstance(fs, pafs.LocalFileSystem)
-        path = f"{root}/.{_name(batch_id)}.{uuid.uuid4().hex}.tmp" if local else target
-        with fs.open_output_stream(path) as out, pa.ipc.new_file(out, table.schema) as writer:
+        with (
+            whole_file(fs, root, _name(batch_id)) as out,
+            pa.ipc.new_file(out, table.schema) as writer,
+        ):
             writer.write_table(table)
-        if local:
-            fs.move(path, target)
         if read_from is not None:
             for older in self.batches():
                 if older < read_from:
